@@ -1,0 +1,193 @@
+"""The call-site key shared by the static prediction and the runtime capture.
+
+A *place* is one instruction of one code object: the code's identity (file, qualified
+name, first line, bytecode digest; never ``id()``) and the instruction that was running.
+The instruction id is version-specific and computed in exactly one function,
+:func:`instruction_place`:
+
+* 3.11+: the source span ``co_positions()[lasti // 2]``. Every copy the compiler makes of
+  a ``while`` test, a ``finally`` body or a ``with`` exit carries the same span, and so do
+  an instruction's CACHE units and its ``PRECALL``, so the span is stable whatever
+  specialization did to ``f_lasti``.
+* 3.10 (and 3.11+ run with ``-X no_debug_ranges``, where columns are ``None``): the
+  normalised bytecode offset, with the duplicated ``while`` condition folded onto its first
+  copy (:mod:`analysis.fold310`).
+
+A *call site* is the chain of places from a module's ``forward`` down to the call, with
+recursion collapsed by chronological loop erasure (:func:`collapse`). Both sides compute
+places from the same compiled code, so a prediction and a capture of the same place are
+*equal*, not merely similar.
+
+This module is torch-free and must stay so: it is tested on every interpreter we support.
+"""
+
+from __future__ import annotations
+
+import dis
+import hashlib
+import sys
+from dataclasses import dataclass
+from types import CodeType
+from typing import Callable, Optional, Sequence
+
+PY311 = sys.version_info >= (3, 11)
+
+__all__ = ["CodeId", "Place", "code_id", "instruction_place", "collapse", "PY311"]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeId:
+    """Identity of a code object that survives re-creation (exec, nested defs) and traces."""
+
+    #: ``co_filename`` as compiled.
+    filename: str
+    #: ``co_qualname`` on 3.11+, ``co_name`` on 3.10 (which has no qualified name).
+    qualname: str
+    #: ``co_firstlineno``, 1-based.
+    firstlineno: int
+    #: First 16 hex digits of the SHA-1 of ``co_code``: tells apart same-named code.
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """One instruction of one code object: a frame's contribution to a call site."""
+
+    #: The code object's identity.
+    code: CodeId
+    #: First source line of the instruction (1-based), ``None`` when the compiler gave none.
+    line: Optional[int]
+    #: Last source line of the instruction's span; ``None`` without columns.
+    end_line: Optional[int] = None
+    #: Start column (0-based, UTF-8 bytes, as CPython counts); ``None`` without columns.
+    col: Optional[int] = None
+    #: End column (exclusive); ``None`` without columns.
+    end_col: Optional[int] = None
+    #: Normalised bytecode offset; set only when there is no column span (3.10).
+    offset: Optional[int] = None
+
+    def __str__(self) -> str:
+        where = f"{self.code.filename}:{self.line}"
+        if self.col is not None:
+            where += f":{self.col + 1}"
+        elif self.offset is not None:
+            where += f"@{self.offset}"
+        return f"{where} in {self.code.qualname}"
+
+
+_code_ids: dict[int, tuple[CodeType, CodeId]] = {}
+
+
+def code_id(code: CodeType) -> CodeId:
+    """The :class:`CodeId` of ``code``, computed once per code object."""
+    entry = _code_ids.get(id(code))
+    if entry is None or entry[0] is not code:
+        ident = CodeId(
+            code.co_filename,
+            getattr(code, "co_qualname", code.co_name),
+            code.co_firstlineno,
+            hashlib.sha1(code.co_code).hexdigest()[:16],
+        )
+        entry = _code_ids[id(code)] = (code, ident)
+    return entry[1]
+
+
+class _CodeTable:
+    """Per-code-object lookup tables, built on first use."""
+
+    __slots__ = ("code", "ident", "positions", "owner", "lines", "fold")
+
+    def __init__(self, code: CodeType) -> None:
+        self.code = code
+        self.ident = code_id(code)
+        self.positions = tuple(code.co_positions()) if PY311 else None
+        self.owner = _instruction_owners(code)
+        self.lines = {o: ln for start, end, ln in code.co_lines() for o in range(start, end, 2)}
+        self.fold: Optional[dict[int, int]] = None
+
+
+_tables: dict[int, _CodeTable] = {}
+
+
+def _table(code: CodeType) -> _CodeTable:
+    table = _tables.get(id(code))
+    if table is None or table.code is not code:
+        table = _tables[id(code)] = _CodeTable(code)
+    return table
+
+
+def _instruction_owners(code: CodeType) -> dict[int, int]:
+    """Map every 2-byte code unit to the offset of the instruction it belongs to.
+
+    CACHE units belong to the instruction before them (``dis`` leaves caches out), a 3.11
+    ``PRECALL`` to the ``CALL`` after it, and a 3.10 ``EXTENDED_ARG`` prefix to the first
+    instruction after the prefix.
+    """
+    instrs = [i for i in dis.get_instructions(code)]
+    owner: dict[int, int] = {}
+    pending: list[int] = []
+    for k, ins in enumerate(instrs):
+        nxt = instrs[k + 1].offset if k + 1 < len(instrs) else len(code.co_code)
+        units = range(ins.offset, nxt, 2)
+        if ins.opname in ("EXTENDED_ARG", "PRECALL"):
+            pending.extend(units)
+            continue
+        for unit in (*pending, *units):
+            owner[unit] = ins.offset
+        pending.clear()
+    for unit in pending:
+        owner[unit] = pending[0]
+    return owner
+
+
+def instruction_place(code: CodeType, lasti: int) -> Place:
+    """The :class:`Place` of the instruction at byte offset ``lasti`` in ``code``.
+
+    ``lasti`` is a raw ``f_lasti`` (it may point at a CACHE unit, a ``PRECALL`` or an
+    ``EXTENDED_ARG`` prefix) or an instruction offset from ``dis``; both give one place.
+    """
+    table = _table(code)
+    if table.positions is not None:
+        line, end_line, col, end_col = table.positions[lasti // 2]
+        if col is not None:
+            return Place(table.ident, line, end_line, col, end_col)
+    offset = table.owner.get(lasti, lasti)
+    if not PY311:
+        if table.fold is None:
+            from .fold310 import fold_map
+
+            table.fold = fold_map(code)
+        offset = table.fold.get(offset, offset)
+    return Place(table.ident, table.lines.get(offset), offset=offset)
+
+
+def collapse(
+    codes: Sequence[CodeType],
+    closures: Optional[Sequence[object]] = None,
+) -> list[int]:
+    """Chronological loop erasure over a chain (outermost first); returns kept indices.
+
+    When a code object reappears with the same closure identity as its earlier
+    occurrence, everything from that occurrence on is erased: every depth of a recursion
+    maps to the chain of its first entry, and the last occurrence keeps its instruction.
+    ``closures[i]`` tells apart the shared code of decorator wrappers (each wraps a
+    different function), so two decorated call sites are never merged; pass ``None``
+    when no code repeats.
+    """
+    kept: list[int] = []
+    at: dict[int, int] = {}
+    for i, code in enumerate(codes):
+        j = at.get(id(code))
+        if j is not None and (closures is None or closures[kept[j]] == closures[i]):
+            for old in kept[j:]:
+                at.pop(id(codes[old]), None)
+            del kept[j:]
+        at[id(code)] = len(kept)
+        kept.append(i)
+    return kept
+
+
+def closure_identity(code: CodeType, read_local: Callable[[str], object]) -> Optional[tuple]:
+    """Identities of a frame's free-variable values: which wrapper of shared code this is."""
+    names = code.co_freevars
+    return tuple(id(read_local(n)) for n in names) if names else None

@@ -1,0 +1,5 @@
+"""Everything that happens while a model runs: interception, scopes, call-site chains.
+
+Produces a flat, append-only record of what ran; no grouping, no labels. The torch-free
+parts (:mod:`capture.frames`, :mod:`capture.standin`) import without torch.
+"""

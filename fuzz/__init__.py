@@ -1,0 +1,1 @@
+"""Fuzzing the grouping rule: hypothesis-generated models checked three ways (to come)."""
