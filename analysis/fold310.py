@@ -1,0 +1,151 @@
+"""Fold the compiler's duplicate copies of one source node onto one offset (for Python 3.10).
+
+Python 3.10 has no column positions, so a place there is a bytecode offset. The compiler
+emits some source nodes more than once: a ``while`` test (before the loop and at its
+bottom), a ``finally`` body (once per exit path) and a ``with`` statement's ``__exit__``
+call (once per exit path). Each copy has its own offset, so an op in a ``while`` test would
+otherwise count as two layers. :func:`fold_map` maps every copy onto the first.
+
+The exact method (design note §2.1) recompiles the module source with one fake line per
+AST node of the kinds in :data:`_NODES`, so that a fake line names one node and every copy
+of that node carries it, then aligns the fake code with the real code instruction by
+instruction. Without the source (``exec`` code not in :mod:`linecache`), or if the
+alignment fails, a bytecode-only fold of ``while`` tests is used instead (§2.2).
+
+Torch-free. Only :mod:`analysis.sites` on 3.10 uses it, but it imports on any version.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import linecache
+from types import CodeType
+from typing import Iterator, Optional
+
+__all__ = ["fold_map"]
+
+#: AST node kinds that get a fake line each: every node an op can be reached through,
+#: plus the statements whose own instructions reach dunders. Faking more (every
+#: ``ast.expr``, comprehensions) would change the compiled code or the code-object tree.
+_NODES = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Compare, ast.Attribute,
+          ast.FormattedValue, ast.With, ast.AsyncWith, ast.AugAssign, ast.For, ast.AsyncFor)
+#: Instructions the alignment ignores: the compiler keeps or drops NOPs by line numbers.
+_SKIP = {dis.opmap[name] for name in ("NOP", "EXTENDED_ARG", "CACHE") if name in dis.opmap}
+_JUMPS = set(dis.hasjabs) | set(dis.hasjrel)
+#: Opcodes that call: a node's copies are folded per kind, and an ``__exit__`` call is a
+#: ``CALL`` on the normal path but ``WITH_EXCEPT_START`` on the exceptional one.
+_CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL",
+          "CALL_KW", "WITH_EXCEPT_START"}
+
+# filename -> (source, {(co_firstlineno, co_name): [(real code, fake code)]}, fake base line)
+_files: dict[str, tuple[str, dict, int]] = {}
+# id(code) -> (code, fold map); the code is kept so a reused id can't give a stale hit.
+_folds: dict[int, tuple[CodeType, dict[int, int]]] = {}
+
+
+def fold_map(code: CodeType) -> dict[int, int]:
+    """Map instruction offsets of ``code`` to the offset of their node's first copy.
+
+    Offsets are normalised instruction offsets (as ``dis`` gives them, never an
+    ``EXTENDED_ARG`` prefix). Offsets that are not a later copy of anything are absent or
+    map to themselves. Computed once per code object.
+    """
+    entry = _folds.get(id(code))
+    if entry is None or entry[0] is not code:
+        fold = _source_fold(code)
+        entry = _folds[id(code)] = (code, _while_fold(code) if fold is None else fold)
+    return entry[1]
+
+
+def _walk(code: CodeType) -> Iterator[CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _walk(const)
+
+
+def _module_index(filename: str) -> Optional[tuple[dict, int]]:
+    """Real and fake-line code objects of ``filename``'s source, cached per file and source."""
+    source = "".join(linecache.getlines(filename))
+    if not source:
+        return None
+    cached = _files.get(filename)
+    if cached is None or cached[0] != source:
+        try:
+            tree = ast.parse(source)
+            base = source.count("\n") + 2  # small: 3.10 line tables grow with line deltas
+            fakes = [node for node in ast.walk(tree) if isinstance(node, _NODES)]
+            for k, node in enumerate(fakes):
+                node.lineno = node.end_lineno = base + k
+            real = compile(source, filename, "exec", dont_inherit=True)
+            fake = compile(tree, filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return None
+        index: dict = {}
+        for r, f in zip(_walk(real), _walk(fake)):  # same tree, so same code-object tree
+            index.setdefault((r.co_firstlineno, r.co_name), []).append((r, f))
+        cached = _files[filename] = (source, index, base)
+    return cached[1], cached[2]
+
+
+def _tokens(code: CodeType) -> list[dis.Instruction]:
+    return [i for i in dis.get_instructions(code) if i.opcode not in _SKIP]
+
+
+def _shape(instrs: list[dis.Instruction]) -> list[tuple]:
+    return [(i.opcode, None if i.opcode in _JUMPS else i.arg) for i in instrs]
+
+
+def _source_fold(code: CodeType) -> Optional[dict[int, int]]:
+    """The exact fold of §2.1, or ``None`` when the source is missing or doesn't match."""
+    found = _module_index(code.co_filename)
+    if found is None:
+        return None
+    index, base = found
+    pairs = index.get((code.co_firstlineno, code.co_name), ())
+    fake = next((f for r, f in pairs if r.co_code == code.co_code), None)
+    if fake is None:
+        return None
+    real_instrs, fake_instrs = _tokens(code), _tokens(fake)
+    if _shape(real_instrs) != _shape(fake_instrs):
+        return None
+    fake_line = {o: line for start, end, line in fake.co_lines() for o in range(start, end, 2)}
+    first: dict[tuple, int] = {}
+    out: dict[int, int] = {}
+    for real, fake_instr in zip(real_instrs, fake_instrs):
+        line = fake_line.get(fake_instr.offset)
+        if line is not None and line >= base:
+            kind = "CALL" if real.opname in _CALLS else real.opname
+            out[real.offset] = first.setdefault((line, kind), real.offset)
+    return out
+
+
+def _while_fold(code: CodeType) -> dict[int, int]:
+    """Bytecode-only fold of ``while`` tests (§2.2): no source needed, no ``finally``/``with``.
+
+    A backward conditional jump ends the bottom copy of a ``while`` test, and the top copy
+    ends just before the jump's target. Walk both copies backwards in lockstep while the
+    instructions match (opcode, argument and line; any jump matches any jump), mapping the
+    bottom copy onto the top one.
+    """
+    instrs = _tokens(code)
+    lines = {o: line for start, end, line in code.co_lines() for o in range(start, end, 2)}
+    at = {ins.offset: k for k, ins in enumerate(instrs)}
+
+    def token(ins: dis.Instruction) -> tuple:
+        jump = ins.opcode in _JUMPS
+        return ("jump" if jump else ins.opcode, None if jump else ins.arg, lines.get(ins.offset))
+
+    out: dict[int, int] = {}
+    for end, jump in enumerate(instrs):
+        target = jump.argval
+        # POP_JUMP_IF_* and JUMP_IF_*_OR_POP on 3.10, POP_JUMP_BACKWARD_IF_* on 3.11.
+        if not ("IF" in jump.opname and jump.opcode in _JUMPS and isinstance(target, int)
+                and target <= jump.offset and target in at):
+            continue
+        top, bottom = at[target] - 1, end
+        while 0 <= top < bottom and token(instrs[top]) == token(instrs[bottom]):
+            out[instrs[bottom].offset] = out.get(instrs[top].offset, instrs[top].offset)
+            top, bottom = top - 1, bottom - 1
+    return out

@@ -1,0 +1,56 @@
+"""What a torch callable is to the capture: an op, torch's own Python, or a metadata query.
+
+The torch function mode hands us every torch function, Tensor method, operator and
+property getter. :func:`classify` decides, once per callable, how each is treated:
+
+* :data:`OP`: recorded when it returns tensors (``torch.tanh``, ``Tensor.add``, C
+  ``linear``, and Tensor methods written in Python such as ``Tensor.__rsub__``).
+* :data:`TRANSPARENT`: a torch function written in Python outside ``torch._tensor``
+  (``torch.nn.functional.softmax``, ``multi_head_attention_forward``,
+  ``torch.functional.split``). It is not an op itself: it runs with the mode active, so the
+  torch calls inside it are ops, each with its own call site, and its frames are part of
+  the chain.
+* :data:`QUERY`: metadata (``.shape``, ``.data``, ``.grad``): never an op.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+OP, TRANSPARENT, QUERY = 0, 1, 2
+
+#: Property getters that compute a new tensor and so are ops.
+_VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+
+
+class FuncInfo(NamedTuple):
+    """How the capture treats one torch callable."""
+
+    #: :data:`OP`, :data:`TRANSPARENT` or :data:`QUERY`.
+    kind: int
+    #: The op name users read: dunders normalised (``__getitem__`` -> ``getitem``).
+    name: str
+    #: Whether the op writes into its first argument (``add_``, ``__setitem__``).
+    inplace: bool
+
+
+def op_name(raw: str) -> str:
+    """Normalise a torch callable's name: ``__add__`` -> ``add``, ``__rsub__`` -> ``rsub``."""
+    if raw.startswith("__") and raw.endswith("__") and len(raw) > 4:
+        return raw[2:-2]
+    return raw
+
+
+def classify(func: Any) -> FuncInfo:
+    """Classify ``func`` as handed to ``__torch_function__`` (uncached: call through a cache)."""
+    if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
+        prop = getattr(func.__self__, "__name__", "")
+        return FuncInfo(OP if prop in _VIEW_PROPERTIES else QUERY, prop, False)
+    raw = getattr(func, "__name__", None) or type(func).__name__
+    name = op_name(raw)
+    inplace = name.endswith("_") and not name.startswith("_") or name == "setitem"
+    code = getattr(func, "__code__", None)
+    module = getattr(func, "__module__", None) or ""
+    if code is not None and module.startswith("torch") and module != "torch._tensor":
+        return FuncInfo(TRANSPARENT, name, False)
+    return FuncInfo(OP, name, inplace)

@@ -1,0 +1,76 @@
+"""The flat, append-only record a capture produces: what ran, in order, with its keys.
+
+No grouping and no labels here: :mod:`torchlens.grouping` turns this into layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from analysis.sites import Place
+
+#: ``RawOp.kind`` values.
+INPUT, OP, OUTPUT = "input", "op", "output"
+
+
+@dataclass(slots=True)
+class RawOp:
+    """One recorded output of one torch call (a multi-output op gives one per slot)."""
+
+    #: ``INPUT``, ``OP`` or ``OUTPUT``.
+    kind: str
+    #: Normalised op name (``linear``, ``add``, ``radd``, ``getitem``; ``input``/``output``).
+    name: str
+    #: Index into :attr:`RawCapture.modules` of the scope: the innermost module instance.
+    scope: int
+    #: Index into :attr:`RawCapture.calls` of the module call it ran in; -1 outside any.
+    call: int
+    #: Which output of a multi-output op this is.
+    slot: int
+    #: The call site: chain ids and hooked-module marks (``~module index``), outermost
+    #: first; ``None`` when no Python frame sat between the module boundary and the op.
+    site: Optional[tuple[int, ...]]
+    #: For ``site is None`` only: the op's non-tensor arguments, as text.
+    args_text: str
+    #: The output tensor (``None`` when outputs are not saved).
+    out: Any
+    #: Shape and dtype of the output.
+    shape: tuple[int, ...]
+    dtype: Any
+    #: Indices of the ops whose outputs this op read.
+    parents: list[int]
+    #: Addresses of the parameters this op read.
+    params: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class RawModule:
+    """A module instance seen during the capture."""
+
+    #: Address in the model (``blocks.0``); ``self`` for the root model.
+    address: str
+    #: The class name (``Linear``).
+    type_name: str
+    #: Addresses of its parameters (its own, not its children's).
+    params: tuple[str, ...]
+    #: Address of its parent, ``None`` for the root.
+    parent: Optional[str]
+    #: Addresses of its direct children.
+    children: tuple[str, ...]
+    #: How many times it was called.
+    num_calls: int = 0
+
+
+@dataclass(slots=True)
+class RawCapture:
+    """Everything one forward pass recorded."""
+
+    ops: list[RawOp] = field(default_factory=list)
+    modules: list[RawModule] = field(default_factory=list)
+    #: Module calls in the order they started: ``(module index, call number from 1)``.
+    calls: list[tuple[int, int]] = field(default_factory=list)
+    #: Chain id -> places, outermost first (from :class:`capture.frames.ChainInterner`).
+    chains: list[tuple[Place, ...]] = field(default_factory=list)
+    #: The model's return value, as it returned it.
+    output: Any = None

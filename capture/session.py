@@ -1,0 +1,426 @@
+"""One capture: intercept every torch call of one forward pass and record it with its key.
+
+Interception is a ``torch.overrides.TorchFunctionMode`` installed for the forward pass and
+removed after it. Module calls are tracked by a capture-scoped patch of
+``nn.Module.__call__``, which gives each op its scope (the innermost module instance) and
+each module its numbered calls. Every patch is undone in ``finally``, also when the model
+raises; the model's exception propagates as itself with a note saying where it happened.
+
+Per op, the hot path is: one cached classification of the callable, the call itself, a
+walk of the Python stack up to the innermost module boundary (``Module._call_impl``) that
+builds a raw tuple of ints, and one dict lookup to turn it into a chain id.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, Optional
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from analysis.sites import instruction_place
+
+from . import funcs
+from .frames import SKIP, STOP, ChainInterner, read_stack
+from .patches import Patches
+from .record import INPUT, OP, OUTPUT, RawCapture, RawModule, RawOp
+from analysis.errors import CaptureThreadError
+
+from .threads import claim_capture, release_capture
+
+_Tensor = torch.Tensor
+_CALL_IMPL = nn.Module._call_impl.__code__
+_CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
+_MODULE_CALL = nn.Module.__call__
+#: torch's own Python callables whose checks dispatch to the mode.
+_CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
+#: Reflected operators that torch implements in C and reports under the forward name.
+_REFLECTED = {"__radd__": "radd", "__rmul__": "rmul", "__rand__": "rand", "__ror__": "ror", "__rxor__": "rxor"}
+#: torch.func transforms recorded as single boundary ops: (module, attribute, op name).
+_TRANSFORMS = (
+    ("torch._functorch.apis", "vmap_impl", "vmap"),
+    ("torch._functorch.eager_transforms", "grad_impl", "grad"),
+    ("torch._functorch.eager_transforms", "grad_and_value_impl", "grad_and_value"),
+)
+
+
+def _forward_lines() -> frozenset[int]:
+    """Lines of ``_call_impl``'s ``inner`` that call ``forward`` (every other call is a hook)."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(_CALL_IMPL)
+    return frozenset(first + i for i, text in enumerate(lines) if "forward_call(" in text and "=" in text)
+
+
+_FORWARD_LINES = _forward_lines()
+
+
+class Capture(TorchFunctionMode):
+    """Records one forward pass of ``model``; use :func:`capture_forward`."""
+
+    def __init__(self, model: nn.Module, save_outputs: bool) -> None:
+        super().__init__()
+        self.raw = RawCapture()
+        self.save_outputs = save_outputs
+        self.interner = ChainInterner()
+        self.producer: dict[int, int] = {}
+        self.by_storage: dict[int, list[int]] = {}
+        self.module_index: dict[int, int] = {}
+        self.module_refs: list[nn.Module] = []
+        self.stack: list[int] = []
+        self.param_names = {id(p): name for name, p in model.named_parameters()}
+        self.addresses = {id(m): name or "self" for name, m in model.named_modules()}
+        self.func_info: dict[Any, funcs.FuncInfo] = {}
+        self.hook_calls: dict[int, bool] = {}
+        self.pending_name: Optional[str] = None
+        self.bypass = False
+        self.bypassed: set[str] = set()
+        self.suspended = 0
+        self.patches = Patches()
+        self.thread = threading.get_ident()
+        self.roles: dict[int, int] = {
+            id(_CALL_IMPL): STOP,
+            id(_CALL_IMPL_INNER): STOP,
+            id(nn.Module._wrapped_call_impl.__code__): SKIP,
+            id(torch.overrides.handle_torch_function.__code__): SKIP,
+        }
+        for code in _own_codes():
+            self.roles[id(code)] = SKIP
+        self.roles[id(capture_forward.__code__)] = STOP
+        for module in dict.fromkeys(model.modules()):
+            self._module(module)
+
+    # -- torch function mode -------------------------------------------------------------
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
+        if kwargs is None:
+            kwargs = {}
+        info = self.func_info.get(func)
+        if info is None:
+            info = self.func_info[func] = funcs.classify(func)
+        if self.suspended or info.kind == funcs.QUERY:
+            return func(*args, **kwargs)
+        if info.kind == funcs.TRANSPARENT and not self.bypass:
+            return self._run_transparent(func, args, kwargs)
+        self.bypass = False
+        name = info.name
+        if self.pending_name is not None:
+            name, self.pending_name = self.pending_name, None
+        if info.inplace and self.save_outputs and args:
+            self._preserve(args[0])
+        try:
+            out = func(*args, **kwargs)
+        except Exception as error:
+            self._annotate(error, f"op `{name}`", sys._getframe(1))
+            raise
+        if info.inplace and out is None and args:
+            out = args[0]
+        self._record(name, args, kwargs, out, sys._getframe(1))
+        return out
+
+    def _run_transparent(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """Run torch's own Python with the mode active, past its torch-function check."""
+        self._bypass_checks(func)
+        self.bypass = True
+        try:
+            with self:
+                return func(*args, **kwargs)
+        finally:
+            self.bypass = False
+
+    def _bypass_checks(self, func: Callable) -> None:
+        """Make the next ``has_torch_function*`` check in ``func``'s module say no, once.
+
+        Patched lazily, per torch module met, for this capture only.
+        """
+        for namespace in (getattr(func, "__globals__", None), vars(sys.modules.get(func.__module__, torch))):
+            module_name = namespace.get("__name__", "") if namespace else ""
+            if module_name in self.bypassed or module_name not in sys.modules:
+                continue
+            self.bypassed.add(module_name)
+            for name in _CHECK_NAMES:
+                if name in namespace:
+                    self.patches.set(sys.modules[module_name], name, self._bypassing(namespace[name]))
+
+    def _bypassing(self, check: Callable) -> Callable:
+        capture = self
+
+        def bypassing_check(*args: Any) -> bool:
+            if capture.bypass:
+                capture.bypass = False
+                return False
+            return check(*args)
+
+        return bypassing_check
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _record(self, name: str, args: tuple, kwargs: dict, out: Any, frame) -> None:
+        if type(out) is _Tensor or isinstance(out, _Tensor):
+            leaves = ((0, out),)
+        elif isinstance(out, (tuple, list)):
+            leaves = [(slot, t) for slot, t in enumerate(out) if isinstance(t, _Tensor)]
+            if not leaves:
+                return
+        else:
+            return
+        parents, params = self._inputs_of(args, kwargs)
+        scope, call, site = self._site(frame)
+        args_text = "" if site is not None else _args_text(args, kwargs)
+        ops = self.raw.ops
+        for slot, tensor in leaves:
+            self._add(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
+                            tensor.dtype, parents, params))
+
+    def _add(self, op: RawOp) -> None:
+        index = len(self.raw.ops)
+        self.raw.ops.append(op)
+        tensor = op.out
+        self.producer[id(tensor)] = index
+        if self.save_outputs:
+            self.by_storage.setdefault(_storage(tensor), []).append(index)
+        else:
+            op.out = None
+            self._keep_alive(tensor)
+
+    def _keep_alive(self, tensor: _Tensor) -> None:
+        # Without saved outputs, producers are still found by id(): keep ids unique.
+        self.module_refs.append(tensor)  # type: ignore[arg-type]
+
+    def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[int], tuple[str, ...]]:
+        parents: list[int] = []
+        params: list[str] = []
+        producer, names = self.producer, self.param_names
+        for value in (*args, *kwargs.values()):
+            for tensor in (value,) if isinstance(value, _Tensor) else value if isinstance(value, (list, tuple)) else ():
+                if isinstance(tensor, _Tensor):
+                    index = producer.get(id(tensor))
+                    if index is not None:
+                        parents.append(index)
+                    else:
+                        name = names.get(id(tensor))
+                        if name is not None:
+                            params.append(name)
+        return parents, tuple(params)
+
+    def _preserve(self, target: Any) -> None:
+        """Copy the saved outputs an in-place write is about to change (same storage)."""
+        if isinstance(target, _Tensor):
+            for index in self.by_storage.pop(_storage(target), ()):
+                op = self.raw.ops[index]
+                op.out = op.out.clone()
+
+    def _site(self, frame) -> tuple[int, int, Optional[tuple[int, ...]]]:
+        """Scope, module call and call-site chain of an op called from ``frame``."""
+        frames, stop = read_stack(frame, self.roles)
+        segments: list[int] = [self.interner.intern(frames)] if frames else []
+        level = len(self.stack) - 1
+        while stop is not None and self._is_hook_call(stop) and level >= 0:
+            hooked = self.raw.calls[self.stack[level]][0]
+            level -= 1
+            frames, stop = read_stack(stop.f_back.f_back, self.roles)
+            segments[:0] = [self.interner.intern(frames), ~hooked] if frames else [~hooked]
+        call = self.stack[level] if level >= 0 else -1
+        scope = self.raw.calls[call][0] if call >= 0 else 0
+        return scope, call, tuple(segments) if segments else None
+
+    def _is_hook_call(self, frame) -> bool:
+        """Whether a module-boundary frame is calling a hook rather than ``forward``."""
+        if frame.f_code is not _CALL_IMPL_INNER:
+            return False
+        lasti = frame.f_lasti
+        hook = self.hook_calls.get(lasti)
+        if hook is None:
+            hook = self.hook_calls[lasti] = instruction_place(_CALL_IMPL_INNER, lasti).line not in _FORWARD_LINES
+        return hook
+
+    # -- modules ---------------------------------------------------------------------------
+
+    def _module(self, module: nn.Module) -> int:
+        index = self.module_index.get(id(module))
+        if index is None:
+            index = self.module_index[id(module)] = len(self.raw.modules)
+            self.module_refs.append(module)
+            address = self.addresses.get(id(module))
+            if address is None:
+                address = self.addresses[id(module)] = f"<{type(module).__name__}#{index}>"
+            prefix = "" if address == "self" else address + "."
+            parent = None if address == "self" else address.rpartition(".")[0] or "self"
+            self.raw.modules.append(RawModule(
+                address, type(module).__name__,
+                tuple(prefix + n for n, _ in module.named_parameters(recurse=False)),
+                parent if not address.startswith("<") else None,
+                tuple(prefix + n for n, _ in module.named_children()),
+            ))
+        return index
+
+    def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
+        """Run one module call as a numbered call of that module, in its own scope."""
+        if threading.get_ident() != self.thread:
+            raise CaptureThreadError(
+                f"{type(module).__name__} was called from a second Python thread during a capture; "
+                "torchlens captures one thread at a time (nn.DataParallel runs replicas in threads): "
+                "trace the module on one thread, e.g. trace `model.module` for a DataParallel model"
+            )
+        index = self._module(module)
+        record = self.raw.modules[index]
+        record.num_calls += 1
+        call = len(self.raw.calls)
+        self.raw.calls.append((index, record.num_calls))
+        self.stack.append(call)
+        try:
+            out = _MODULE_CALL(module, *args, **kwargs)
+        except Exception as error:
+            self._annotate(error, f"module `{record.address}`", None)
+            raise
+        finally:
+            self.stack.pop()
+        if isinstance(module, torch.jit.ScriptModule) and not self.suspended:
+            self._record("torchscript", args, kwargs, out, sys._getframe(1))
+        return out
+
+    def run_transform(self, name: str, impl: Callable, args: tuple, kwargs: dict, frame) -> Any:
+        """Run a ``torch.func`` transform as one boundary op; nothing inside is recorded."""
+        if self.suspended:
+            return impl(*args, **kwargs)
+        self.suspended += 1
+        try:
+            out = impl(*args, **kwargs)
+        finally:
+            self.suspended -= 1
+        self._record(name, args, kwargs, out, frame)
+        return out
+
+    # -- inputs, outputs, errors -------------------------------------------------------------
+
+    def add_boundary(self, kind: str, tensor: _Tensor) -> None:
+        """Record an input or output tensor as a single-pass layer of its own."""
+        parent = self.producer.get(id(tensor)) if kind == OUTPUT else None
+        params = ()
+        if kind == OUTPUT and parent is None and id(tensor) in self.param_names:
+            params = (self.param_names[id(tensor)],)
+        self._add(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
+                        [] if parent is None else [parent], params))
+
+    def _annotate(self, error: BaseException, what: str, frame) -> None:
+        if getattr(error, "_torchlens_noted", False) or not hasattr(error, "add_note"):
+            return
+        where = _innermost_place(frame, error, self.roles)
+        module = self.raw.modules[self.raw.calls[self.stack[-1]][0]].address if self.stack else "self"
+        error.add_note(f"torchlens: raised in {what} in module `{module}` at {where}")
+        try:
+            error._torchlens_noted = True  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+
+    # -- installation ----------------------------------------------------------------------
+
+    def install(self) -> None:
+        """Patch module calls, reflected operators and torch.func transforms for this capture."""
+        capture = self
+
+        def __call__(module, *args, **kwargs):  # noqa: N807
+            return capture.call_module(module, args, kwargs)
+
+        self.patches.set(nn.Module, "__call__", __call__)
+        for dunder, name in _REFLECTED.items():
+            self.patches.set(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
+        for module_name, attr, name in _TRANSFORMS:
+            module = sys.modules.get(module_name)
+            if module is not None and hasattr(module, attr):
+                self.patches.set(module, attr, self._transform(name, getattr(module, attr)))
+
+    def _reflected(self, method: Callable, name: str) -> Callable:
+        capture = self
+
+        def reflected(tensor, other):
+            capture.pending_name = name
+            try:
+                return method(tensor, other)
+            finally:
+                capture.pending_name = None
+
+        return reflected
+
+    def _transform(self, name: str, impl: Callable) -> Callable:
+        capture = self
+
+        def transform(*args, **kwargs):
+            return capture.run_transform(name, impl, args, kwargs, sys._getframe(1))
+
+        return transform
+
+
+def capture_forward(model: nn.Module, args: tuple, kwargs: dict, save_outputs: bool = True) -> RawCapture:
+    """Run ``model(*args, **kwargs)`` once and return everything it recorded.
+
+    Raises :class:`capture.threads.CaptureThreadError` when another capture is running.
+    """
+    capture = Capture(model, save_outputs)
+    claim_capture()
+    try:
+        for tensor in _tensors(args, kwargs):
+            if id(tensor) not in capture.producer:
+                capture.add_boundary(INPUT, tensor)
+        capture.install()
+        try:
+            with capture:
+                output = model(*args, **kwargs)
+        finally:
+            capture.patches.restore()
+        for tensor in _tensors((output,), {}):
+            capture.add_boundary(OUTPUT, tensor)
+    finally:
+        release_capture()
+    raw = capture.raw
+    raw.chains = capture.interner.chains
+    raw.output = output
+    return raw
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[_Tensor]:
+    """The tensor leaves of nested arguments, in order."""
+    from torch.utils._pytree import tree_leaves
+
+    return [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, _Tensor)]
+
+
+def _storage(tensor: _Tensor) -> int:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # sparse, meta or functional tensors
+        return -id(tensor)
+
+
+def _args_text(args: tuple, kwargs: dict) -> str:
+    plain = [a for a in args if not isinstance(a, _Tensor)]
+    return repr((plain, {k: v for k, v in kwargs.items() if not isinstance(v, _Tensor)}))
+
+
+def _innermost_place(frame, error: BaseException, roles: dict[int, int]) -> str:
+    if frame is not None:
+        frames, _ = read_stack(frame, roles)
+        if frames:
+            return f"{frames[0].f_code.co_filename}:{frames[0].f_lineno}"
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "an unknown place"
+
+
+def _own_codes() -> list:
+    """Every code object defined in this module (left out of call-site chains)."""
+    out, todo = [], [v for v in list(globals().values()) + list(vars(Capture).values())]
+    seen = set()
+    while todo:
+        item = todo.pop()
+        code = getattr(item, "__code__", item if hasattr(item, "co_code") else None)
+        if code is None or id(code) in seen or code.co_filename != __file__:
+            continue
+        seen.add(id(code))
+        out.append(code)
+        todo.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+    return out

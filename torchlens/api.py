@@ -1,0 +1,69 @@
+"""``tl.trace``: run a model once and return its :class:`~torchlens.trace.Trace`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from torch import nn
+
+from capture.session import capture_forward
+
+from .errors import CaptureThreadError, TorchLensTypeError
+from .grouping import GROUPING_POLICY, group
+from .options import CaptureOptions, TraceOptions
+from .records import Param
+from .trace import Trace
+
+
+def trace(
+    model: nn.Module,
+    *inputs: Any,
+    forward_kwargs: Optional[Mapping[str, Any]] = None,
+    capture: Optional[CaptureOptions] = None,
+) -> Trace:
+    """Run ``model(*inputs, **forward_kwargs)`` once and record every torch op it runs.
+
+    Ops are grouped into layers by where they were written (scope, call site, operation,
+    output slot); see the spec's grouping rule. The model, torch and Python are left
+    exactly as they were, also when the forward raises; the model's own exception
+    propagates with a note naming the op, module and place where it happened.
+    """
+    options = _validate(model, forward_kwargs, capture)
+    raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save_outputs)
+    layers, ops, modules = group(raw)
+    params = {
+        name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
+        for name, p in model.named_parameters()
+    }
+    return Trace(
+        tuple(layers), tuple(ops), modules, params,
+        tuple(layer.layer_label for layer in layers if layer.is_input),
+        tuple(layer.layer_label for layer in layers if layer.is_output),
+        TraceOptions(options, GROUPING_POLICY),
+    )
+
+
+def _validate(model: Any, forward_kwargs: Any, capture: Any) -> CaptureOptions:
+    if not isinstance(model, nn.Module):
+        raise TorchLensTypeError(
+            f"tl.trace needs an nn.Module as its first argument, got {type(model).__name__}; "
+            "pass the model first and its inputs after it: tl.trace(model, x)"
+        )
+    if isinstance(model, nn.DataParallel):
+        raise CaptureThreadError(
+            "nn.DataParallel runs its replicas on several Python threads, which torchlens cannot "
+            "capture; trace the wrapped model instead: tl.trace(model.module, x)"
+        )
+    if forward_kwargs is not None and not isinstance(forward_kwargs, Mapping):
+        raise TorchLensTypeError(
+            f"forward_kwargs must be a mapping of keyword arguments for forward, got {type(forward_kwargs).__name__}"
+        )
+    if capture is None:
+        return CaptureOptions()
+    if not isinstance(capture, CaptureOptions):
+        raise TorchLensTypeError(
+            f"capture= takes a tl.options.CaptureOptions, got {type(capture).__name__}; "
+            "build one with tl.options.CaptureOptions(...)"
+        )
+    return capture

@@ -1,0 +1,152 @@
+"""The records users read: :class:`Layer`, :class:`Op`, :class:`Module`, :class:`Param`.
+
+Frozen, slotted dataclasses with few fields; derived views are properties. A :class:`Layer`
+holds its passes (``ops``); an :class:`Op` knows its layer through the trace's index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Union
+
+from analysis.sites import Place
+
+
+@dataclass(frozen=True, slots=True)
+class HookBoundary:
+    """In a call site: the hooked module whose forward hook or pre-hook ran the frames after it."""
+
+    #: Address of the hooked module.
+    module: str
+
+    def __str__(self) -> str:
+        return f"[hook of {self.module}]"
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """Where a layer was written: the frames from its module's ``forward`` to the torch call."""
+
+    #: Places outermost first; a :class:`HookBoundary` where a module hook was entered.
+    frames: tuple[Union[Place, HookBoundary], ...]
+
+    @property
+    def innermost(self) -> Optional[Place]:
+        """The place that called torch (``None`` for inputs, outputs and positional keys)."""
+        places = [f for f in self.frames if isinstance(f, Place)]
+        return places[-1] if places else None
+
+    def __str__(self) -> str:
+        return " > ".join(map(str, self.frames)) if self.frames else "(no Python frame)"
+
+
+@dataclass(frozen=True, slots=True)
+class OpGraph:
+    """Graph facts about one op that do not depend on how ops were grouped."""
+
+    #: ``(module address, op type, output slot, ordinal within the module call)``.
+    site_key: tuple[str, str, int, int]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op:
+    """One pass of one layer: a single recorded output of a torch call."""
+
+    #: ``{layer_label}:{pass_num}``, e.g. ``linear_1:2``.
+    label: str
+    #: Label of the layer this op is a pass of.
+    layer_label: str
+    #: 1-based pass number within its layer, in capture order.
+    pass_num: int
+    #: Normalised op name (``linear``, ``add``, ``radd``, ``getitem``, ``add_``).
+    func_name: str
+    #: The output tensor as it was when the op ran (``None`` when outputs were not saved).
+    out: Any = field(repr=False)
+    #: Output shape and dtype.
+    shape: tuple[int, ...]
+    dtype: Any
+    #: Labels of the ops whose outputs this op read, and of the ops that read its output.
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    #: Addresses of the parameters this pass used.
+    params: tuple[str, ...]
+    #: The module call it ran in (``block:2``), ``None`` outside any module call.
+    module_call: Optional[str]
+    #: Grouping-independent graph facts (``graph.site_key``).
+    graph: OpGraph = field(repr=False)
+    _layers: Mapping[str, "Layer"] = field(repr=False)
+
+    @property
+    def layer(self) -> "Layer":
+        """The layer this op is a pass of."""
+        return self._layers[self.layer_label]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Layer:
+    """One operation written at one place: all its passes."""
+
+    #: ``{func}_{n}``: the n-th layer of this ``func_name`` in order of first execution.
+    layer_label: str
+    #: Normalised op name shared by all passes (``input``/``output`` for the boundaries).
+    func_name: str
+    #: Address of the scope, the innermost module instance it ran in (``self`` for the root).
+    module: str
+    #: Whether this is a model input or output layer (always single-pass).
+    is_input: bool
+    is_output: bool
+    #: The passes, in capture order (``ops[k].pass_num == k + 1``).
+    ops: tuple[Op, ...] = field(repr=False)
+    #: Every parameter any pass used, in order of first use.
+    params: tuple[str, ...]
+    #: Where it was written.
+    call_site: CallSite = field(repr=False)
+
+    @property
+    def num_passes(self) -> int:
+        """How many times this place ran."""
+        return len(self.ops)
+
+    @property
+    def out(self) -> Any:
+        """The output of a single-pass layer; for several passes use ``ops[k].out``."""
+        if len(self.ops) != 1:
+            from .errors import TorchLensValueError
+
+            raise TorchLensValueError(
+                f"{self.layer_label} has {len(self.ops)} passes, so it has no single output; "
+                f"read one pass: trace['{self.layer_label}:2'].out or layer.ops[1].out"
+            )
+        return self.ops[0].out
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One module instance of the model and its numbered calls."""
+
+    #: Address as in ``named_modules()`` (``blocks.0``); ``self`` for the root model.
+    address: str
+    #: Class name (``Linear``).
+    type_name: str
+    #: How many times it was called during the forward pass.
+    num_calls: int
+    #: Labels of its calls: ``{address}:{k}``.
+    calls: tuple[str, ...]
+    #: Addresses of its own parameters (not its children's).
+    params: tuple[str, ...]
+    #: Addresses of its direct children.
+    children: tuple[str, ...]
+    #: Address of its parent; ``None`` for the root.
+    parent: Optional[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of the model."""
+
+    #: Address as in ``named_parameters()`` (``blocks.0.lin.weight``).
+    address: str
+    shape: tuple[int, ...]
+    dtype: Any
+    #: Address of the module that owns it.
+    module: str

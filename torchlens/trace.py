@@ -1,0 +1,108 @@
+"""The :class:`Trace`: everything one forward pass did, grouped into layers and passes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Union
+
+from .errors import TorchLensValueError, TraceInvariantError
+from .options import TraceOptions
+from .records import Layer, Module, Op, Param
+from .table import render_trace
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Trace:
+    """One captured forward pass.
+
+    ``trace[key]`` takes a layer label (``linear_1``), a pass label (``linear_1:2``), a module
+    address (``blocks.0``) or a module call (``blocks.0:2``). Iterating a trace, and
+    ``len(trace)``, go over its layers.
+    """
+
+    #: Layers in order of first execution, inputs first and outputs last.
+    layers: tuple[Layer, ...]
+    #: Every pass of every layer, in capture order.
+    ops: tuple[Op, ...]
+    #: Module address -> :class:`Module` (the root model is ``self``).
+    modules: Mapping[str, Module]
+    #: Parameter address -> :class:`Param`.
+    params: Mapping[str, Param]
+    #: Labels of the input and output layers.
+    input_layers: tuple[str, ...]
+    output_layers: tuple[str, ...]
+    #: The capture options and grouping policy that produced this trace.
+    options: TraceOptions
+    _index: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        index = self._index
+        index.update((layer.layer_label, layer) for layer in self.layers)
+        index.update((op.label, op) for op in self.ops)
+        for module in self.modules.values():
+            index.setdefault(module.address, module)
+            index.update((call, module) for call in module.calls)
+
+    def __getitem__(self, key: str) -> Union[Layer, Op, Module]:
+        try:
+            return self._index[key]
+        except (KeyError, TypeError):
+            pass
+        near = [k for k in self._index if isinstance(key, str) and k.startswith(key.split(":")[0])][:5]
+        hint = f" Close matches: {', '.join(near)}." if near else ""
+        raise TorchLensValueError(
+            f"{key!r} is not a layer label (tanh_1), pass label (tanh_1:2), module address "
+            f"(block) or module call (block:2) of this trace.{hint}"
+        ) from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __repr__(self) -> str:
+        passes = len(self.ops)
+        return (
+            f"<Trace of {self.modules['self'].type_name}: {len(self.layers)} layers, {passes} ops, "
+            f"{len(self.modules)} modules>"
+        )
+
+    def __str__(self) -> str:
+        return render_trace(self)
+
+    def check(self) -> None:
+        """Assert the trace's invariants; raise :class:`TraceInvariantError` when one breaks.
+
+        Every op is a pass of exactly one layer; a layer's passes are numbered 1..N in
+        capture order; parents and children are symmetric; labels are unique.
+        """
+        position = {op.label: i for i, op in enumerate(self.ops)}
+        _require(len(position) == len(self.ops), "op labels are not unique")
+        _require(len({layer.layer_label for layer in self.layers}) == len(self.layers), "layer labels repeat")
+        seen = 0
+        for layer in self.layers:
+            order = [position.get(op.label, -1) for op in layer.ops]
+            _require(layer.num_passes > 0, f"{layer.layer_label} has no pass")
+            _require(order == sorted(order) and -1 not in order, f"{layer.layer_label}: passes out of capture order")
+            for k, op in enumerate(layer.ops, 1):
+                _require(op.pass_num == k and op.label == f"{layer.layer_label}:{k}", f"{op.label}: pass {k} misnumbered")
+                _require(op.layer is layer and op.func_name == layer.func_name, f"{op.label}: wrong layer")
+            if layer.is_input or layer.is_output:
+                _require(layer.num_passes == 1, f"{layer.layer_label}: boundary layer with several passes")
+            seen += layer.num_passes
+        _require(seen == len(self.ops), "some op is in no layer or in two")
+        by_label = {op.label: op for op in self.ops}
+        for op in self.ops:
+            for parent in op.parents:
+                _require(op.label in by_label[parent].children, f"{parent} -> {op.label} is one-sided")
+            for child in op.children:
+                _require(op.label in by_label[child].parents, f"{op.label} -> {child} is one-sided")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise TraceInvariantError(f"trace invariant broken: {message}")
