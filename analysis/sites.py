@@ -152,12 +152,11 @@ def instruction_place(code: CodeType, lasti: int) -> Place:
         if col is not None:
             return Place(table.ident, line, end_line, col, end_col)
     offset = table.owner.get(lasti, lasti)
-    if not PY311:
-        if table.fold is None:
-            from .fold310 import fold_map
+    if table.fold is None:  # 3.10, or 3.11+ without columns: fold duplicated code by hand
+        from .fold310 import fold_map
 
-            table.fold = fold_map(code)
-        offset = table.fold.get(offset, offset)
+        table.fold = fold_map(code)
+    offset = table.fold.get(offset, offset)
     return Place(table.ident, table.lines.get(offset), offset=offset)
 
 

@@ -10,12 +10,13 @@ Line layout matters here (which call is on which line), so keep the formatting a
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import linecache
 from types import SimpleNamespace
 
-from capture.standin import StandinRecorder
+from capture.standin import StandinRecorder, Value
 
 
 def ops(rec: StandinRecorder, *names: str) -> SimpleNamespace:
@@ -29,6 +30,38 @@ def line_of(fn, tag: str) -> int:
     hits = [first + k for k, text in enumerate(lines) if text.rstrip().endswith(f"# @{tag}")]
     assert len(hits) == 1, (fn, tag, hits)
     return hits[0]
+
+
+def trace(model, *args, names=("op",), value=False):
+    """Run ``model(o, *args)`` under a fresh recorder; with ``value``, pass a :class:`Value`."""
+    rec = StandinRecorder()
+    o = ops(rec, *names)
+    if value:
+        args = (Value(rec), *args)
+    rec.run(model, o, *args)
+    return rec
+
+
+def layer_chains(rec):
+    """Per layer (order of first execution): ``(op name, ((function name, line), ...))``."""
+    out = {}
+    for name, places in rec.sites():
+        chain = tuple((p.code.qualname.rsplit(".", 1)[-1], p.line) for p in places)
+        out.setdefault((name, places), (name, chain))
+    return list(out.values())
+
+
+#: Opcodes that call, on any version (3.11's PRECALL is left out: it precedes its CALL).
+CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL",
+         "CALL_KW", "WITH_EXCEPT_START"}
+
+
+def call_copies(fn, tag: str) -> list[int]:
+    """Offsets of the call instructions the compiler emitted for the line tagged ``tag``."""
+    code, line = fn.__code__, line_of(fn, tag)
+    lines = {o: ln for start, end, ln in code.co_lines() for o in range(start, end, 2)}
+    return [i.offset for i in dis.get_instructions(code)
+            if i.opname in CALLS and lines.get(i.offset) == line]
 
 
 # --- places on one line ---------------------------------------------------------------
@@ -356,3 +389,52 @@ def call_each(o, calls):
             fn(o, *args)
         except KeyError:
             pass
+
+
+# --- instructions that specialize (raw f_lasti changes with warm-up on 3.11/3.12) -----------
+
+
+class Box:
+    """Python dunders, a property and a method, each a recorded op."""
+
+    def __init__(self, o):
+        self.o = o
+
+    def __getitem__(self, index):
+        return self.o.getitem(index)
+
+    @property
+    def prop(self):
+        return self.o.prop(self)
+
+    def method(self, x):
+        return self.o.method(x)
+
+
+def generator(o):
+    yield o.gen(1)
+    yield 2
+
+
+def many_instruction_kinds(o, box, v):
+    o.op(v)  # plain call
+    sorted([2, 1], key=o.key)  # a builtin calling back (3.11: CALL, then PRECALL)
+    box[0]  # BINARY_SUBSCR reaching a Python __getitem__
+    box.prop  # LOAD_ATTR reaching a property
+    box.method(v)
+    v + v
+    v[0]
+    for _ in generator(o):  # FOR_ITER resuming a generator
+        pass
+    return [o.comp(c) for c in (1, 2)]
+
+
+KINDS_OPS = ("op", "key", "getitem", "prop", "method", "gen", "comp")
+#: ``rec.layers()`` of one run of :func:`many_instruction_kinds`.
+KINDS_LAYERS = [("op", 1), ("key", 2), ("getitem", 1), ("prop", 1), ("method", 1),
+                ("add", 1), ("getitem", 1), ("gen", 1), ("comp", 2)]
+
+
+def run_kinds(o, box, v, n):
+    for _ in range(n):
+        many_instruction_kinds(o, box, v)

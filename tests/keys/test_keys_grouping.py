@@ -8,44 +8,10 @@ compared exactly. Where the spec names the line a layer belongs to, the chain is
 
 from __future__ import annotations
 
-import dis
 import sys
 
 import standin_models as m
-from standin_models import line_of, ops
-
-from capture.standin import StandinRecorder, Value
-
-#: Opcodes that call, on any version (3.11's PRECALL is left out: it precedes its CALL).
-CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL",
-         "CALL_KW", "WITH_EXCEPT_START"}
-
-
-def trace(model, *args, names=("op",), value=False):
-    """Run ``model(o, *args)`` under a fresh recorder; with ``value``, pass a :class:`Value`."""
-    rec = StandinRecorder()
-    o = ops(rec, *names)
-    if value:
-        args = (Value(rec), *args)
-    rec.run(model, o, *args)
-    return rec
-
-
-def layer_chains(rec):
-    """Per layer (order of first execution): ``(op name, ((function name, line), ...))``."""
-    out = {}
-    for name, places in rec.sites():
-        chain = tuple((p.code.qualname.rsplit(".", 1)[-1], p.line) for p in places)
-        out.setdefault((name, places), (name, chain))
-    return list(out.values())
-
-
-def call_copies(fn, tag):
-    """Offsets of the call instructions the compiler emitted for the line tagged ``tag``."""
-    code, line = fn.__code__, line_of(fn, tag)
-    lines = {o: ln for start, end, ln in code.co_lines() for o in range(start, end, 2)}
-    return [i.offset for i in dis.get_instructions(code)
-            if i.opname in CALLS and lines.get(i.offset) == line]
+from standin_models import call_copies, layer_chains, line_of, trace
 
 
 # --- places on one line -------------------------------------------------------------------

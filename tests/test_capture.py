@@ -1,0 +1,283 @@
+"""Capture mechanics: what is recorded, what is left as it was, and how errors read."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import threading
+import weakref
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torchlens as tl
+from torchlens.errors import CaptureThreadError, TorchLensTypeError, TorchLensValueError
+
+
+def layers_of(trace):
+    """``(func_name, num_passes)`` of every non-boundary layer, in order."""
+    return [(l.func_name, l.num_passes) for l in trace.layers if not (l.is_input or l.is_output)]
+
+
+def patched_state():
+    """Everything a capture patches, by identity."""
+    import torch._functorch.apis as apis
+    import torch._functorch.eager_transforms as eager
+
+    return (
+        nn.Module.__call__,
+        tuple(torch.Tensor.__dict__.get(n) for n in ("__radd__", "__rmul__", "__rand__", "__ror__", "__rxor__")),
+        F.has_torch_function, F.has_torch_function_unary, F.has_torch_function_variadic,
+        torch.functional.has_torch_function,
+        apis.vmap_impl, eager.grad_impl, eager.grad_and_value_impl,
+        torch._C._len_torch_function_stack(),
+    )
+
+
+class Mixed(nn.Module):
+    """Exercises reflected operators, torch's Python functions, and a C module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = sum([x, x, x])
+        y = 2 * F.softmax(self.lin(y), -1)
+        return torch.func.vmap(torch.sin)(y)
+
+
+class Raises(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(3, 5)
+
+    def forward(self, x):
+        x = torch.tanh(x)
+        return self.inner(x.T)
+
+
+def test_everything_patched_is_restored():
+    before = patched_state()
+    tl.trace(Mixed(), torch.ones(2, 4))
+    assert patched_state() == before
+
+
+def test_restored_and_exception_propagates_as_itself_with_a_note():
+    before = patched_state()
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied") as info:
+        tl.trace(Raises(), torch.ones(2, 3))
+    assert patched_state() == before
+    note = "\n".join(info.value.__notes__)
+    assert "op `linear`" in note and "module `inner`" in note and "linear.py" in note
+
+
+def test_python_exception_in_forward_names_the_module():
+    class Fails(nn.Module):
+        def forward(self, x):
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError) as info:
+        tl.trace(nn.Sequential(Fails()), torch.ones(1))
+    assert "module `0`" in "\n".join(info.value.__notes__)
+
+
+def test_model_state_is_untouched():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).eval()
+    params = {k: v.clone() for k, v in model.state_dict().items()}
+    tl.trace(model, torch.ones(2, 3))
+    assert not model.training
+    assert all(torch.equal(params[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda: tl.trace(lambda x: x, torch.ones(1)), TorchLensTypeError),
+        (lambda: tl.trace(nn.ReLU(), torch.ones(1), capture={"save_outputs": False}), TorchLensTypeError),
+        (lambda: tl.trace(nn.ReLU(), torch.ones(1), forward_kwargs=[1]), TorchLensTypeError),
+        (lambda: tl.options.CaptureOptions(save_outputs="yes"), TorchLensTypeError),
+        (lambda: tl.trace(nn.ReLU(), torch.ones(1))["relu_9"], TorchLensValueError),
+    ],
+    ids=["not-a-module", "options-dict", "kwargs-list", "bad-option-value", "unknown-label"],
+)
+def test_bad_input_raises_a_typed_error(call, error):
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, tl.TorchLensError)
+
+
+def test_dataparallel_is_refused():
+    with pytest.raises(CaptureThreadError, match="model.module"):
+        tl.trace(nn.DataParallel(nn.Linear(2, 2)), torch.ones(1, 2))
+
+
+def test_module_called_from_a_second_thread_is_refused():
+    class Threaded(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x):
+            errors = []
+            worker = threading.Thread(target=lambda: _call_catching(self.lin, x, errors))
+            worker.start()
+            worker.join()
+            raise errors[0]
+
+    with pytest.raises(CaptureThreadError, match="second Python thread"):
+        tl.trace(Threaded(), torch.ones(1, 2))
+
+
+def _call_catching(module, x, errors):
+    try:
+        module(x)
+    except Exception as error:  # handed back to the capturing thread
+        errors.append(error)
+
+
+def test_concurrent_captures_are_refused():
+    started, release, errors = threading.Event(), threading.Event(), []
+
+    class Slow(nn.Module):
+        def forward(self, x):
+            started.set()
+            release.wait(10)
+            return x + 1
+
+    worker = threading.Thread(target=lambda: tl.trace(Slow(), torch.ones(1)))
+    worker.start()
+    started.wait(10)
+    try:
+        with pytest.raises(CaptureThreadError, match="another torchlens capture"):
+            tl.trace(nn.ReLU(), torch.ones(1))
+    finally:
+        release.set()
+        worker.join()
+
+
+def test_outputs_are_kept_as_they_were_when_the_op_ran():
+    class InPlace(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y.view(-1).add_(1)
+            y[0] = 5.0
+            return y
+
+    trace = tl.trace(InPlace(), torch.ones(2))
+    assert trace["mul_1:1"].out.tolist() == [2.0, 2.0]
+    assert trace["add__1:1"].out.tolist() == [3.0, 3.0]
+    assert trace["setitem_1:1"].out.tolist() == [5.0, 3.0]
+    assert [l.func_name for l in trace.layers] == ["input", "mul", "view", "add_", "setitem", "output"]
+
+
+def test_metadata_queries_are_not_ops():
+    class Meta(nn.Module):
+        def forward(self, x):
+            n = x.shape[0] + x.size(1) + x.dim() + x.numel()
+            return x.reshape(n - 10, -1)  # n == 13
+
+    assert layers_of(tl.trace(Meta(), torch.ones(2, 3))) == [("reshape", 1)]
+
+
+def test_reflected_operators_and_torch_python_functions():
+    trace = tl.trace(Mixed(), torch.ones(2, 4))
+    assert layers_of(trace) == [("radd", 1), ("add", 2), ("linear", 1), ("softmax", 1), ("rmul", 1), ("vmap", 1)]
+    assert trace["linear_1"].params == ("lin.weight", "lin.bias")
+
+
+def test_position_fallback_when_no_python_frame_sits_in_between():
+    class CForward(nn.Module):
+        forward = torch.relu  # a C function: no Python frame under the module boundary
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = CForward()
+
+        def forward(self, x):
+            for _ in range(3):
+                x = self.act(x) - 1
+            return x
+
+    trace = tl.trace(Outer(), torch.ones(2))
+    assert layers_of(trace) == [("relu", 3), ("sub", 3)]
+    assert trace["relu_1"].call_site.frames == ()
+    assert trace["relu_1:2"].graph.site_key == ("act", "relu", 0, 0)
+
+
+def test_save_outputs_false_keeps_shapes_only():
+    trace = tl.trace(Mixed(), torch.ones(2, 4), capture=tl.options.CaptureOptions(save_outputs=False))
+    assert all(op.out is None for op in trace.ops)
+    assert trace["linear_1:1"].shape == (2, 4) and trace["linear_1:1"].dtype == torch.float32
+    assert trace["linear_1:1"].parents == ("add_1:2",)
+
+
+def test_no_frame_or_local_outlives_the_capture():
+    class Marker:
+        pass
+
+    refs = []
+
+    class Holds(nn.Module):
+        def forward(self, x):
+            marker = Marker()
+            refs.append(weakref.ref(marker))
+            return torch.tanh(x)
+
+    trace = tl.trace(Holds(), torch.ones(1))
+    gc.collect()
+    assert refs[0]() is None and trace["tanh_1"].num_passes == 1
+
+
+def test_forward_kwargs_reach_forward():
+    class Scaled(nn.Module):
+        def forward(self, x, scale=1.0, bias=None):
+            return x * scale + bias
+
+    trace = tl.trace(Scaled(), torch.ones(2), forward_kwargs={"scale": 3.0, "bias": torch.ones(2)})
+    assert trace.input_layers == ("input_1", "input_2")
+    assert trace[trace.output_layers[0]].out.tolist() == [4.0, 4.0]
+
+
+def test_pre_hook_ops_belong_to_the_callers_scope():
+    lin = nn.Linear(2, 2)
+    lin.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = lin
+
+        def forward(self, x):
+            for _ in range(3):
+                x = self.lin(x)
+            return x
+
+    trace = tl.trace(Outer(), torch.ones(1, 2))
+    assert layers_of(trace) == [("mul", 3), ("linear", 3)]
+    assert trace["mul_1"].module == "self" and trace["linear_1"].module == "lin"
+    assert "[hook of lin]" in str(trace["mul_1"].call_site)
+
+
+def test_trace_prints_a_table():
+    text = str(tl.trace(Mixed(), torch.ones(2, 4)))
+    assert "radd_1" in text and "lin.weight" in text and "lin:1" in text
+
+
+def test_no_debug_ranges_falls_back_to_offsets():
+    script = textwrap.dedent(
+        """
+        import torch, torchlens as tl
+        class Two(torch.nn.Module):
+            def forward(self, a):
+                return torch.sin(a) + torch.sin(a)
+        print([(l.layer_label, l.num_passes) for l in tl.trace(Two(), torch.ones(1)).layers])
+        """
+    )
+    out = subprocess.run([sys.executable, "-X", "no_debug_ranges", "-c", script], capture_output=True, text=True, check=True)
+    assert "('sin_1', 1), ('sin_2', 1)" in out.stdout
