@@ -29,7 +29,7 @@ from .patches import Patches
 from .record import INPUT, OP, OUTPUT, RawCapture, RawModule, RawOp
 from analysis.errors import CaptureThreadError
 
-from .threads import claim_capture, release_capture
+from .threads import WorkerGuard, claim_capture, release_capture
 
 _Tensor = torch.Tensor
 _CALL_IMPL = nn.Module._call_impl.__code__
@@ -52,7 +52,7 @@ def _forward_lines() -> frozenset[int]:
     import inspect
 
     lines, first = inspect.getsourcelines(_CALL_IMPL)
-    return frozenset(first + i for i, text in enumerate(lines) if "forward_call(" in text and "=" in text)
+    return frozenset(first + i for i, text in enumerate(lines) if "forward_call(" in text)
 
 
 _FORWARD_LINES = _forward_lines()
@@ -81,6 +81,7 @@ class Capture(TorchFunctionMode):
         self.suspended = 0
         self.patches = Patches()
         self.thread = threading.get_ident()
+        self.guard = WorkerGuard()
         self.roles: dict[int, int] = {
             id(_CALL_IMPL): STOP,
             id(_CALL_IMPL_INNER): STOP,
@@ -260,11 +261,13 @@ class Capture(TorchFunctionMode):
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run one module call as a numbered call of that module, in its own scope."""
         if threading.get_ident() != self.thread:
-            raise CaptureThreadError(
+            error = CaptureThreadError(
                 f"{type(module).__name__} was called from a second Python thread during a capture; "
                 "torchlens captures one thread at a time (nn.DataParallel runs replicas in threads): "
                 "trace the module on one thread, e.g. trace `model.module` for a DataParallel model"
             )
+            self.guard.refusal = self.guard.refusal or error
+            raise error
         index = self._module(module)
         record = self.raw.modules[index]
         record.num_calls += 1
@@ -367,10 +370,16 @@ def capture_forward(model: nn.Module, args: tuple, kwargs: dict, save_outputs: b
                 capture.add_boundary(INPUT, tensor)
         capture.install()
         try:
-            with capture:
+            with capture, capture.guard:
                 output = model(*args, **kwargs)
+        except Exception as error:
+            if capture.guard.refusal is not None and error is not capture.guard.refusal:
+                raise capture.guard.refusal from error
+            raise
         finally:
             capture.patches.restore()
+        if capture.guard.refusal is not None:
+            raise capture.guard.refusal
         for tensor in _tensors((output,), {}):
             capture.add_boundary(OUTPUT, tensor)
     finally:

@@ -1,8 +1,18 @@
-"""One capture at a time: patches are process-wide, so a second concurrent one is refused."""
+"""One thread per capture.
+
+Patches are process-wide, so a second concurrent capture is refused. Torch function modes
+are per thread, so a torch call on a thread the forward pass started would silently be
+missing from the trace; instead, threads started during a capture get a guard mode that
+refuses torch calls while the capture runs (and passes them through after it).
+"""
 
 from __future__ import annotations
 
+import sys
 import threading
+from typing import Any, Callable, Optional
+
+from torch.overrides import TorchFunctionMode
 
 from analysis.errors import CaptureThreadError
 
@@ -21,3 +31,50 @@ def claim_capture() -> None:
 def release_capture() -> None:
     """Give the capture slot back."""
     _lock.release()
+
+
+class WorkerGuard:
+    """Refuses torch calls on threads started while a capture runs.
+
+    Installed with ``threading.settrace`` for the capture's duration: a new thread's first
+    Python call pushes a :class:`_RefuseTorch` mode there. The first refusal is kept in
+    :attr:`refusal` so the capturing thread can raise it even if the worker swallowed it.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        #: The error raised on a worker thread, if any.
+        self.refusal: Optional[CaptureThreadError] = None
+        self._previous: Optional[Callable] = None
+
+    def __enter__(self) -> "WorkerGuard":
+        self.active = True
+        self._previous = threading.gettrace()
+        threading.settrace(self._enter_thread)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.active = False
+        threading.settrace(self._previous)  # type: ignore[arg-type]
+
+    def _enter_thread(self, frame: Any, event: str, arg: Any) -> Optional[Callable]:
+        sys.settrace(self._previous)
+        _RefuseTorch(self).__enter__()
+        return self._previous(frame, event, arg) if self._previous is not None else None
+
+
+class _RefuseTorch(TorchFunctionMode):
+    def __init__(self, guard: WorkerGuard) -> None:
+        super().__init__()
+        self.guard = guard
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
+        if self.guard.active:
+            error = CaptureThreadError(
+                f"torch call `{getattr(func, '__name__', func)}` on thread "
+                f"{threading.current_thread().name!r}, started during a capture: torchlens "
+                "captures one thread, so its ops would be missing; run the forward pass on one thread"
+            )
+            self.guard.refusal = self.guard.refusal or error
+            raise error
+        return func(*args, **(kwargs or {}))

@@ -35,6 +35,7 @@ def patched_state():
         torch.functional.has_torch_function,
         apis.vmap_impl, eager.grad_impl, eager.grad_and_value_impl,
         torch._C._len_torch_function_stack(),
+        threading.gettrace(),
     )
 
 

@@ -464,7 +464,7 @@ class GreedyGenerate(nn.Module):
         return ids
 
 
-# --- raw weights and ParameterLists ----------------------------------------------------------------
+# --- raw weights and ParameterLists ---------------------------------------------------------------
 
 
 class RawWeightTwoLines(nn.Module):
@@ -501,7 +501,7 @@ class FirstStepThenLoop(nn.Module):
         return x
 
 
-# --- recurrent cells --------------------------------------------------------------------------------
+# --- recurrent cells ------------------------------------------------------------------------------
 
 
 class RNNCellSteps(nn.Module):
@@ -528,7 +528,7 @@ class LSTMCellSteps(nn.Module):
         return h
 
 
-# --- hooks ------------------------------------------------------------------------------------------
+# --- hooks ----------------------------------------------------------------------------------------
 
 
 class HookedLoop(nn.Module):
@@ -619,18 +619,22 @@ class CheckpointTwoLines(nn.Module):
 
 
 class Attention(nn.Module):
-    """Cross attention with distinct q, k, v: torch takes its slow Python path (4 ``linear`` sites)."""
+    """Cross attention with distinct q, k, v: torch takes its slow Python path (4 ``linear`` sites).
+
+    Sequence-first (``batch_first=False``): with ``batch_first=True`` torch transposes q, k and v
+    in one generator expression, which is rightly one ``transpose`` layer with 3 passes.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.mha = nn.MultiheadAttention(8, 2)
 
     def forward(self, q, k, v):
         out, _ = self.mha(q, k, v, need_weights=False)
         return out
 
 
-# --- registered buffers (issue 5) -------------------------------------------------------------------
+# --- registered buffers (issue 5) -----------------------------------------------------------------
 
 
 class BufferLoop(nn.Module):
@@ -657,7 +661,7 @@ class BufferTwoLines(nn.Module):
         return x
 
 
-# --- output slots and threads ------------------------------------------------------------------------
+# --- output slots and threads ---------------------------------------------------------------------
 
 
 class MaxSlots(nn.Module):
@@ -676,6 +680,19 @@ class OpInWorkerThread(nn.Module):
     def forward(self, x):
         with ThreadPoolExecutor(max_workers=1) as pool:
             y = pool.submit(torch.tanh, x).result()
+        return y * 0.5
+
+
+class ModuleInWorkerThread(nn.Module):
+    """Calls a submodule on another thread mid-forward (``nn.DataParallel``'s ``parallel_apply``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            y = pool.submit(self.lin, x).result()
         return y * 0.5
 
 

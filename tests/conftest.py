@@ -1,0 +1,25 @@
+"""Test-wide rules: every trace a test makes is checked against the trace invariants."""
+
+import pytest
+
+try:
+    import torchlens
+except ImportError:  # the torch-free tests (tests/keys) also run where torch is absent
+    torchlens = None
+
+
+@pytest.fixture(autouse=True)
+def check_every_trace(monkeypatch):
+    """Run ``Trace.check()`` at the end of every ``tl.trace`` call made by a test."""
+    if torchlens is None:
+        yield
+        return
+    original = torchlens.trace
+
+    def checked_trace(*args, **kwargs):
+        result = original(*args, **kwargs)
+        result.check()
+        return result
+
+    monkeypatch.setattr(torchlens, "trace", checked_trace)
+    yield
