@@ -12,7 +12,9 @@ of that node carries it, then aligns the fake code with the real code instructio
 instruction. Without the source (``exec`` code not in :mod:`linecache`), or if the
 alignment fails, a bytecode-only fold of ``while`` tests is used instead (§2.2).
 
-Torch-free. Only :mod:`analysis.sites` on 3.10 uses it, but it imports on any version.
+Torch-free and importable on any version. :mod:`analysis.sites` uses it on 3.10, and on
+3.11+ when positions have no columns (``-X no_debug_ranges``); the method works there too,
+except that the bytecode-only fallback finds nothing on 3.12+ (no backward conditional jump).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ _JUMPS = set(dis.hasjabs) | set(dis.hasjrel)
 _CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL",
           "CALL_KW", "WITH_EXCEPT_START"}
 
-# filename -> (source, {(co_firstlineno, co_name): [(real code, fake code)]}, fake base line)
-_files: dict[str, tuple[str, dict, int]] = {}
+# filename -> (source, {(co_firstlineno, co_name): [(real, fake code)]} or None, fake base line)
+_files: dict[str, tuple[str, Optional[dict], int]] = {}
 # id(code) -> (code, fold map); the code is kept so a reused id can't give a stale hit.
 _folds: dict[int, tuple[CodeType, dict[int, int]]] = {}
 
@@ -59,6 +61,7 @@ def fold_map(code: CodeType) -> dict[int, int]:
 
 
 def _walk(code: CodeType) -> Iterator[CodeType]:
+    """``code`` and every code object nested in it, depth first in ``co_consts`` order."""
     yield code
     for const in code.co_consts:
         if isinstance(const, CodeType):
@@ -72,28 +75,35 @@ def _module_index(filename: str) -> Optional[tuple[dict, int]]:
         return None
     cached = _files.get(filename)
     if cached is None or cached[0] != source:
-        try:
-            tree = ast.parse(source)
-            base = source.count("\n") + 2  # small: 3.10 line tables grow with line deltas
-            fakes = [node for node in ast.walk(tree) if isinstance(node, _NODES)]
-            for k, node in enumerate(fakes):
-                node.lineno = node.end_lineno = base + k
-            real = compile(source, filename, "exec", dont_inherit=True)
-            fake = compile(tree, filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return None
-        index: dict = {}
-        for r, f in zip(_walk(real), _walk(fake)):  # same tree, so same code-object tree
-            index.setdefault((r.co_firstlineno, r.co_name), []).append((r, f))
-        cached = _files[filename] = (source, index, base)
-    return cached[1], cached[2]
+        cached = _files[filename] = (source, *_index(source, filename))
+    return None if cached[1] is None else (cached[1], cached[2])
+
+
+def _index(source: str, filename: str) -> tuple[Optional[dict], int]:
+    """Compile ``source`` as is and with fake lines; pair up their code objects."""
+    try:
+        tree = ast.parse(source)
+        base = source.count("\n") + 2  # small: 3.10 line tables grow with line deltas
+        for k, node in enumerate(n for n in ast.walk(tree) if isinstance(n, _NODES)):
+            node.lineno = node.end_lineno = base + k
+            node.col_offset, node.end_col_offset = 0, 1  # 3.11+ rejects end < start
+        real = compile(source, filename, "exec", dont_inherit=True)
+        fake = compile(tree, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None, 0
+    index: dict = {}
+    for r, f in zip(_walk(real), _walk(fake)):  # same tree, so same code-object tree
+        index.setdefault((r.co_firstlineno, r.co_name), []).append((r, f))
+    return index, base
 
 
 def _tokens(code: CodeType) -> list[dis.Instruction]:
+    """The instructions that alignment compares (no NOP, EXTENDED_ARG or CACHE)."""
     return [i for i in dis.get_instructions(code) if i.opcode not in _SKIP]
 
 
 def _shape(instrs: list[dis.Instruction]) -> list[tuple]:
+    """What must agree between real and fake code: opcodes, and arguments except jumps'."""
     return [(i.opcode, None if i.opcode in _JUMPS else i.arg) for i in instrs]
 
 
@@ -129,9 +139,13 @@ def _while_fold(code: CodeType) -> dict[int, int]:
     instructions match (opcode, argument and line; any jump matches any jump), mapping the
     bottom copy onto the top one.
     """
-    instrs = _tokens(code)
     lines = {o: line for start, end, line in code.co_lines() for o in range(start, end, 2)}
-    at = {ins.offset: k for k, ins in enumerate(instrs)}
+    instrs: list[dis.Instruction] = []
+    at: dict[int, int] = {}  # offset -> index in instrs; a skipped one -> the next kept one
+    for ins in dis.get_instructions(code):
+        at[ins.offset] = len(instrs)
+        if ins.opcode not in _SKIP:
+            instrs.append(ins)
 
     def token(ins: dis.Instruction) -> tuple:
         jump = ins.opcode in _JUMPS
@@ -139,13 +153,10 @@ def _while_fold(code: CodeType) -> dict[int, int]:
 
     out: dict[int, int] = {}
     for end, jump in enumerate(instrs):
-        target = jump.argval
         # POP_JUMP_IF_* and JUMP_IF_*_OR_POP on 3.10, POP_JUMP_BACKWARD_IF_* on 3.11.
-        if not ("IF" in jump.opname and jump.opcode in _JUMPS and isinstance(target, int)
-                and target <= jump.offset and target in at):
-            continue
-        top, bottom = at[target] - 1, end
-        while 0 <= top < bottom and token(instrs[top]) == token(instrs[bottom]):
-            out[instrs[bottom].offset] = out.get(instrs[top].offset, instrs[top].offset)
-            top, bottom = top - 1, bottom - 1
+        if "IF" in jump.opname and jump.opcode in _JUMPS and at.get(jump.argval, end) < end:
+            top, bottom = at[jump.argval] - 1, end
+            while 0 <= top < bottom and token(instrs[top]) == token(instrs[bottom]):
+                out[instrs[bottom].offset] = out.get(instrs[top].offset, instrs[top].offset)
+                top, bottom = top - 1, bottom - 1
     return out

@@ -5,6 +5,10 @@ itself on a :class:`capture.standin.StandinRecorder` and returns its first argum
 run through ``rec.run(model, o, ...)`` as a module's ``forward`` would be. A trailing
 ``# @tag`` comment marks a line that a test looks up with :func:`line_of`.
 
+Also the helpers the tests share: :func:`trace` runs a model under a fresh recorder,
+:func:`layer_chains` names each layer's chain by (function, line), :func:`call_copies` lists
+the call instructions the compiler emitted for one line.
+
 Line layout matters here (which call is on which line), so keep the formatting as it is.
 """
 
@@ -438,3 +442,23 @@ KINDS_LAYERS = [("op", 1), ("key", 2), ("getitem", 1), ("prop", 1), ("method", 1
 def run_kinds(o, box, v, n):
     for _ in range(n):
         many_instruction_kinds(o, box, v)
+
+
+# --- for property-based tests --------------------------------------------------------------
+
+
+def branches(o, picks, inner):
+    for pick in picks:
+        if pick == "a":
+            o.op(pick)
+        elif pick == "b":
+            o.op(pick)
+            for _ in range(inner):
+                o.inner(pick)
+        else:
+            o.op(pick)
+
+
+def recursion_from_one_line(o, depths):
+    for depth in depths:
+        recurse(o, 0, depth)

@@ -14,7 +14,7 @@ import standin_models as m
 from standin_models import call_copies, layer_chains, line_of, trace
 
 
-# --- places on one line -------------------------------------------------------------------
+# --- places on one line -----------------------------------------------------------------------
 
 
 def test_nested_calls_on_one_line_are_three_places():
@@ -29,7 +29,7 @@ def test_same_op_twice_on_one_line_is_two_places():
     assert rec.layers() == [("op", 1), ("op", 1), ("add", 1)]
 
 
-# --- loops ----------------------------------------------------------------------------------
+# --- loops ------------------------------------------------------------------------------------
 
 
 def test_for_loop_is_one_layer_per_op():
@@ -122,7 +122,7 @@ def test_two_identical_functions_are_separate_layers():
     assert rec.layers() == [("op", 2), ("op", 1)]
 
 
-# --- recursion ------------------------------------------------------------------------------------
+# --- recursion --------------------------------------------------------------------------------
 
 
 def test_recursion_depth_3_is_one_layer():
@@ -145,7 +145,7 @@ def test_mutual_recursion_collapses():
     assert [len(chain) for _, chain in layer_chains(rec)] == [2, 3]
 
 
-# --- decorators: shared wrapper code (§4) -------------------------------------------------------
+# --- decorators: shared wrapper code (§4) -----------------------------------------------------
 
 
 def test_wrapper_calling_f_on_two_lines_is_two_layers():
@@ -153,7 +153,8 @@ def test_wrapper_calling_f_on_two_lines_is_two_layers():
     assert rec.layers() == [("op", 1), ("op", 1)]
     wrapper = m.twice_decorated.__code__
     lines = [chain[0] for _, chain in layer_chains(rec)]
-    assert lines == [("wrapper", line_of(wrapper, "first")), ("wrapper", line_of(wrapper, "second"))]
+    assert lines == [("wrapper", line_of(wrapper, "first")),
+                     ("wrapper", line_of(wrapper, "second"))]
 
 
 def test_decorated_f_calling_decorated_g_on_two_lines_is_not_merged():
@@ -173,7 +174,7 @@ def test_decorated_recursion_still_collapses():
     assert rec.layers() == [("op", 3)]
 
 
-# --- comprehensions, generators, lazy iterators ---------------------------------------------------
+# --- comprehensions, generators, lazy iterators -----------------------------------------------
 
 
 def test_list_comprehension_one_pass_per_element():
@@ -211,7 +212,7 @@ def test_builtin_sum_of_values_gives_radd_once_then_add():
     assert trace(m.sum_of_values, value=True).layers() == [("radd", 1), ("add", 2)]
 
 
-# --- exec-built code --------------------------------------------------------------------------------
+# --- exec-built code --------------------------------------------------------------------------
 
 
 def test_exec_built_function_in_a_loop_is_one_layer():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dis
 import json
+import linecache
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import standin_models as m
-from standin_models import call_copies, line_of, ops, trace
+from standin_models import call_copies, ops
 
 from analysis.fold310 import fold_map
 from analysis.sites import instruction_place
@@ -47,7 +48,7 @@ class SpyRecorder(StandinRecorder):
         self.raw[self.records[-1]].add(frame.f_lasti)
 
 
-# --- specialization -----------------------------------------------------------------------
+# --- specialization ---------------------------------------------------------------------------
 
 
 def test_keys_are_stable_under_specialization():
@@ -64,7 +65,7 @@ def test_keys_are_stable_under_specialization():
         assert any(len(lastis) > 1 for lastis in rec.raw.values())
 
 
-# --- operators ----------------------------------------------------------------------------
+# --- operators --------------------------------------------------------------------------------
 
 
 def test_value_operators_are_keyed_at_their_instruction():
@@ -79,11 +80,11 @@ def test_value_operators_are_keyed_at_their_instruction():
     assert [places for _, places in rec.sites()] == [
         (instruction_place(code, i.offset),) for i in instrs
     ]
-    if sys.version_info >= (3, 11):
-        text = [rec_place[0] for _, rec_place in rec.sites()]
-        source = {p.line: Path(code.co_filename).read_text().splitlines()[p.line - 1] for p in text}
-        assert [source[p.line][p.col:p.end_col] for p in text] == ["a + b", "c * 2", "d @ a", "e[0]"]
-    else:
+    if sys.version_info >= (3, 11):  # the column span is the operator expression
+        source = Path(code.co_filename).read_text().splitlines()
+        spans = [source[p.line - 1][p.col:p.end_col] for _, (p,) in rec.sites()]
+        assert spans == ["a + b", "c * 2", "d @ a", "e[0]"]
+    else:  # the offset is the operator instruction
         assert [p.offset for _, (p,) in rec.sites()] == [i.offset for i in instrs]
 
 
@@ -120,7 +121,8 @@ def test_extended_arg_prefix_gives_the_instructions_place(register):
     filename = f"<keys-extended-{register}>"
     fn = m.exec_function(EXTENDED_SOURCE, "extended", filename, register=register)
     code = fn.__code__
-    loads = [i for i in dis.get_instructions(code) if i.opname == "LOAD_ATTR" and i.argval == "prop"]
+    loads = [i for i in dis.get_instructions(code)
+             if i.opname == "LOAD_ATTR" and i.argval == "prop"]
     assert len(loads) == 3  # y = box.prop, and the while test twice
     before = {i.offset + 2: i.opname for i in dis.get_instructions(code)}
     assert all(before.get(i.offset) == "EXTENDED_ARG" for i in loads)
@@ -137,7 +139,7 @@ def test_extended_arg_prefix_gives_the_instructions_place(register):
         assert first.offset == loads[0].offset
 
 
-# --- -X no_debug_ranges: no columns, keys fall back to offsets -----------------------------------
+# --- -X no_debug_ranges: no columns, keys fall back to offsets --------------------------------
 
 NODEBUG_SCRIPT = """
 import json, sys
@@ -180,7 +182,7 @@ def test_no_debug_ranges_falls_back_to_offsets():
     }
 
 
-# --- fold_map itself ------------------------------------------------------------------------------
+# --- fold_map itself --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("fn, tag, distinct", [
@@ -232,12 +234,13 @@ def stale(o, n, mode):
 """
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12+ while loops jump back unconditionally")
+@pytest.mark.skipif(sys.version_info >= (3, 12),
+                    reason="3.12+ while loops jump back unconditionally: nothing to fold")
 def test_fold_map_falls_back_to_the_while_fold_when_source_is_stale():
     filename = "<keys-stale>"
     fn = m.exec_function(STALE_SOURCE, "stale", filename)
     shifted = "# one more line\n" + STALE_SOURCE
-    m.linecache.cache[filename] = (len(shifted), None, shifted.splitlines(True), filename)
+    linecache.cache[filename] = (len(shifted), None, shifted.splitlines(True), filename)
     code = fn.__code__
     lines = {o: ln for start, end, ln in code.co_lines() for o in range(start, end, 2)}
     fold = fold_map(code)
