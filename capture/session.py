@@ -88,7 +88,7 @@ class Capture(TorchFunctionMode):
             id(nn.Module._wrapped_call_impl.__code__): SKIP,
             id(torch.overrides.handle_torch_function.__code__): SKIP,
         }
-        for code in _own_codes():
+        for code in _OWN_CODES:
             self.roles[id(code)] = SKIP
         self.roles[id(capture_forward.__code__)] = STOP
         for module in dict.fromkeys(model.modules()):
@@ -192,20 +192,26 @@ class Capture(TorchFunctionMode):
         self.module_refs.append(tensor)  # type: ignore[arg-type]
 
     def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[int], tuple[str, ...]]:
+        """Producers (op indices) and parameters among an op's tensor arguments."""
         parents: list[int] = []
         params: list[str] = []
-        producer, names = self.producer, self.param_names
-        for value in (*args, *kwargs.values()):
-            for tensor in (value,) if isinstance(value, _Tensor) else value if isinstance(value, (list, tuple)) else ():
-                if isinstance(tensor, _Tensor):
-                    index = producer.get(id(tensor))
-                    if index is not None:
-                        parents.append(index)
-                    else:
-                        name = names.get(id(tensor))
-                        if name is not None:
-                            params.append(name)
+        for value in (*args, *kwargs.values()) if kwargs else args:
+            if isinstance(value, _Tensor):
+                self._source(value, parents, params)
+            elif type(value) is list or type(value) is tuple:
+                for item in value:
+                    if isinstance(item, _Tensor):
+                        self._source(item, parents, params)
         return parents, tuple(params)
+
+    def _source(self, tensor: _Tensor, parents: list[int], params: list[str]) -> None:
+        index = self.producer.get(id(tensor))
+        if index is not None:
+            parents.append(index)
+        else:
+            name = self.param_names.get(id(tensor))
+            if name is not None:
+                params.append(name)
 
     def _preserve(self, target: Any) -> None:
         """Copy the saved outputs an in-place write is about to change (same storage)."""
@@ -420,7 +426,7 @@ def _innermost_place(frame, error: BaseException, roles: dict[int, int]) -> str:
     return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "an unknown place"
 
 
-def _own_codes() -> list:
+def _own_codes() -> tuple:
     """Every code object defined in this module (left out of call-site chains)."""
     out, todo = [], [v for v in list(globals().values()) + list(vars(Capture).values())]
     seen = set()
@@ -432,4 +438,7 @@ def _own_codes() -> list:
         seen.add(id(code))
         out.append(code)
         todo.extend(c for c in code.co_consts if hasattr(c, "co_code"))
-    return out
+    return tuple(out)
+
+
+_OWN_CODES = _own_codes()
