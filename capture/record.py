@@ -42,6 +42,8 @@ class RawOp:
     parents: list[int]
     #: Addresses of the parameters this op read.
     params: tuple[str, ...]
+    #: For a buffer version: which buffer, which version, how it was written.
+    buffer: Any = None
 
 
 @dataclass(slots=True)
@@ -58,6 +60,8 @@ class RawModule:
     parent: Optional[str]
     #: Addresses of its direct children.
     children: tuple[str, ...]
+    #: Addresses of its own registered buffers.
+    buffers: tuple[str, ...] = ()
     #: How many times it was called.
     num_calls: int = 0
 
@@ -74,3 +78,5 @@ class RawCapture:
     chains: list[tuple[Place, ...]] = field(default_factory=list)
     #: The model's return value, as it returned it.
     output: Any = None
+    #: Buffer address -> (value before the forward pass, value after it).
+    buffer_values: dict[str, tuple[Any, Any]] = field(default_factory=dict)

@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 from analysis.sites import instruction_place
 
 from . import funcs
+from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
 from .record import INPUT, OP, OUTPUT, RawCapture, RawModule, RawOp
@@ -35,6 +36,7 @@ _Tensor = torch.Tensor
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
 _MODULE_CALL = nn.Module.__call__
+_MODULE_SETATTR = nn.Module.__setattr__
 #: torch's own Python callables whose checks dispatch to the mode.
 _CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
 #: Reflected operators that torch implements in C and reports under the forward name.
@@ -93,6 +95,7 @@ class Capture(TorchFunctionMode):
         self.roles[id(capture_forward.__code__)] = STOP
         for module in dict.fromkeys(model.modules()):
             self._module(module)
+        self.buffers = BufferJournal(self, model)
 
     # -- torch function mode -------------------------------------------------------------
 
@@ -111,7 +114,8 @@ class Capture(TorchFunctionMode):
         if self.pending_name is not None:
             name, self.pending_name = self.pending_name, None
         if info.inplace and self.save_outputs and args:
-            self._preserve(args[0])
+            self.preserve(args[0])
+        fused = self.buffers.before_fused(name, args) if name in FUSED_MUTATORS else None
         try:
             out = func(*args, **kwargs)
         except Exception as error:
@@ -120,6 +124,10 @@ class Capture(TorchFunctionMode):
         if info.inplace and out is None and args:
             out = args[0]
         self._record(name, args, kwargs, out, sys._getframe(1))
+        if info.inplace and args:
+            self.buffers.after_inplace(len(self.raw.ops) - 1, args[0])
+        elif fused:
+            self.buffers.after_fused(name, args, len(self.raw.ops) - 1, fused)
         return out
 
     def _run_transparent(self, func: Callable, args: tuple, kwargs: dict) -> Any:
@@ -173,19 +181,21 @@ class Capture(TorchFunctionMode):
         args_text = "" if site is not None else _args_text(args, kwargs)
         ops = self.raw.ops
         for slot, tensor in leaves:
-            self._add(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
+            self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
                             tensor.dtype, parents, params))
 
-    def _add(self, op: RawOp) -> None:
+    def add_op(self, op: RawOp) -> int:
+        """Append a recorded op; return its index."""
         index = len(self.raw.ops)
         self.raw.ops.append(op)
         tensor = op.out
         self.producer[id(tensor)] = index
         if self.save_outputs:
-            self.by_storage.setdefault(_storage(tensor), []).append(index)
+            self.by_storage.setdefault(storage_key(tensor), []).append(index)
         else:
             op.out = None
             self._keep_alive(tensor)
+        return index
 
     def _keep_alive(self, tensor: _Tensor) -> None:
         # Without saved outputs, producers are still found by id(): keep ids unique.
@@ -208,15 +218,19 @@ class Capture(TorchFunctionMode):
         index = self.producer.get(id(tensor))
         if index is not None:
             parents.append(index)
-        else:
-            name = self.param_names.get(id(tensor))
-            if name is not None:
-                params.append(name)
+            return
+        name = self.param_names.get(id(tensor))
+        if name is not None:
+            params.append(name)
+            return
+        index = self.buffers.read(tensor)
+        if index is not None:
+            parents.append(index)
 
-    def _preserve(self, target: Any) -> None:
+    def preserve(self, target: Any) -> None:
         """Copy the saved outputs an in-place write is about to change (same storage)."""
         if isinstance(target, _Tensor):
-            for index in self.by_storage.pop(_storage(target), ()):
+            for index in self.by_storage.pop(storage_key(target), ()):
                 op = self.raw.ops[index]
                 op.out = op.out.clone()
 
@@ -261,6 +275,7 @@ class Capture(TorchFunctionMode):
                 tuple(prefix + n for n, _ in module.named_parameters(recurse=False)),
                 parent if not address.startswith("<") else None,
                 tuple(prefix + n for n, _ in module.named_children()),
+                tuple(prefix + n for n, _ in module.named_buffers(recurse=False)),
             ))
         return index
 
@@ -303,16 +318,22 @@ class Capture(TorchFunctionMode):
         self._record(name, args, kwargs, out, frame)
         return out
 
+    def reassign_buffer(self, module: nn.Module, name: str, value: Any, frame) -> None:
+        """Journal ``module.name = value`` for a registered buffer, keyed by where it was written."""
+        if not self.suspended:
+            scope, _, site = self._site(frame)
+            self.buffers.reassign(module, name, value, (scope, site))
+
     # -- inputs, outputs, errors -------------------------------------------------------------
 
     def add_boundary(self, kind: str, tensor: _Tensor) -> None:
         """Record an input or output tensor as a single-pass layer of its own."""
-        parent = self.producer.get(id(tensor)) if kind == OUTPUT else None
-        params = ()
-        if kind == OUTPUT and parent is None and id(tensor) in self.param_names:
-            params = (self.param_names[id(tensor)],)
-        self._add(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
-                        [] if parent is None else [parent], params))
+        parents: list[int] = []
+        params: list[str] = []
+        if kind == OUTPUT:
+            self._source(tensor, parents, params)
+        self.add_op(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
+                          parents, tuple(params)))
 
     def _annotate(self, error: BaseException, what: str, frame) -> None:
         if getattr(error, "_torchlens_noted", False) or not hasattr(error, "add_note"):
@@ -334,7 +355,13 @@ class Capture(TorchFunctionMode):
         def __call__(module, *args, **kwargs):  # noqa: N807
             return capture.call_module(module, args, kwargs)
 
+        def __setattr__(module, name, value):  # noqa: N807
+            _MODULE_SETATTR(module, name, value)
+            if name in module.__dict__.get("_buffers", ()):
+                capture.reassign_buffer(module, name, value, sys._getframe(1))
+
         self.patches.set(nn.Module, "__call__", __call__)
+        self.patches.set(nn.Module, "__setattr__", __setattr__)
         for dunder, name in _REFLECTED.items():
             self.patches.set(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
         for module_name, attr, name in _TRANSFORMS:
@@ -388,6 +415,7 @@ def capture_forward(model: nn.Module, args: tuple, kwargs: dict, save_outputs: b
             raise capture.guard.refusal
         for tensor in _tensors((output,), {}):
             capture.add_boundary(OUTPUT, tensor)
+        capture.raw.buffer_values = capture.buffers.finish()
     finally:
         release_capture()
     raw = capture.raw
@@ -401,13 +429,6 @@ def _tensors(args: tuple, kwargs: dict) -> list[_Tensor]:
     from torch.utils._pytree import tree_leaves
 
     return [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, _Tensor)]
-
-
-def _storage(tensor: _Tensor) -> int:
-    try:
-        return tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # sparse, meta or functional tensors
-        return -id(tensor)
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:

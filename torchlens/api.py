@@ -31,7 +31,7 @@ def trace(
     """
     options = _validate(model, forward_kwargs, capture)
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save_outputs)
-    layers, ops, modules = group(raw)
+    layers, ops, modules, buffers = group(raw)
     params = {
         name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
         for name, p in model.named_parameters()
@@ -41,6 +41,7 @@ def trace(
         tuple(layer.layer_label for layer in layers if layer.is_input),
         tuple(layer.layer_label for layer in layers if layer.is_output),
         TraceOptions(options, GROUPING_POLICY),
+        buffers=buffers,
     )
 
 

@@ -4,7 +4,9 @@ Two ops are passes of one layer exactly when their keys are equal (spec: groupin
 scope (module instance), call site (collapsed frame chain), operation and output slot.
 When no Python frame sat between the module boundary and the op, the key falls back to
 the op's position: same op, same non-tensor arguments, same ordinal within the module call.
-Inputs and outputs are always single-pass layers.
+Inputs and outputs are always single-pass layers. A buffer's versions are grouped by the
+place that wrote them; its starting value joins the layer of the first write after it when
+that write's place repeats (loop-carried state), and is a layer of its own otherwise.
 
 Labels come from one allocator: ``{func}_{n}`` for the n-th layer of that name in order of
 first execution, ``{layer}:{k}`` for the k-th pass, ``{address}:{k}`` for a module call.
@@ -15,9 +17,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Hashable
 
+from capture.buffers import BUFFER
 from capture.record import OP, RawCapture, RawOp
 
-from .records import CallSite, HookBoundary, Layer, Module, Op, OpGraph
+from .buffers import Buffer
+from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, Op, OpGraph
 
 #: What ran: ``trace.options.grouping_policy``.
 GROUPING_POLICY = {
@@ -26,8 +30,9 @@ GROUPING_POLICY = {
 }
 
 
-def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module]]:
-    """Turn a raw capture into layers (first-execution order), ops (capture order), modules."""
+def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], dict[str, Buffer]]:
+    """Turn a raw capture into layers (first-execution order), ops (capture order), modules
+    and buffers."""
     addresses = [m.address for m in raw.modules]
     call_labels = [f"{addresses[m]}:{k}" for m, k in raw.calls]
     ordinals = _ordinals(raw)
@@ -45,7 +50,7 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module]]:
         Op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
            tuple(dict.fromkeys(op_labels[p] for p in op.parents)), tuple(dict.fromkeys(children[i])),
            op.params, call_labels[op.call] if op.call >= 0 else None,
-           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index)
+           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, _buffer_version(op))
         for i, op in enumerate(raw.ops)
     ]
     passes: list[list[Op]] = [[] for _ in first_ops]
@@ -61,7 +66,7 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module]]:
         )
         layers.append(layer)
         index[layer.layer_label] = layer
-    return layers, ops, _modules(raw, addresses)
+    return layers, ops, _modules(raw, addresses), _buffers(raw, ops, addresses)
 
 
 def _ordinals(raw: RawCapture) -> list[int]:
@@ -75,12 +80,31 @@ def _ordinals(raw: RawCapture) -> list[int]:
     return out
 
 
-def _key(i: int, op: RawOp, ordinal: int) -> Hashable:
+def _key(i: int, op: RawOp, ordinals: list[int], raw: RawCapture) -> Hashable:
+    if op.kind == BUFFER:
+        info = op.buffer
+        if info.writer >= 0:
+            return (BUFFER, info.address, _key(info.writer, raw.ops[info.writer], ordinals, raw))
+        return (BUFFER, info.address, info.write_kind, info.place)
     if op.kind != OP:
         return (op.kind, i)
     if op.site is None:
-        return (op.scope, "position", op.name, op.args_text, ordinal, op.slot)
+        return (op.scope, "position", op.name, op.args_text, ordinals[i], op.slot)
     return (op.scope, op.site, op.name, op.slot)
+
+
+def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
+    """Every op's grouping key, with each buffer's starting value placed by the rule."""
+    keys = [_key(i, op, ordinals, raw) for i, op in enumerate(raw.ops)]
+    versions: dict[str, list[int]] = {}
+    for i, op in enumerate(raw.ops):
+        if op.kind == BUFFER:
+            versions.setdefault(op.buffer.address, []).append(i)
+    for address, indices in versions.items():
+        first_write = keys[indices[1]] if len(indices) > 1 else None
+        repeats = first_write is not None and sum(keys[i] == first_write for i in indices[1:]) > 1
+        keys[indices[0]] = first_write if repeats else (BUFFER, address, "starting value")
+    return keys
 
 
 def _assign(raw: RawCapture, ordinals: list[int]) -> tuple[list[int], list[int], list[int]]:
@@ -89,8 +113,7 @@ def _assign(raw: RawCapture, ordinals: list[int]) -> tuple[list[int], list[int],
     counts: list[int] = []
     first_ops: list[int] = []
     layer_of, pass_of = [], []
-    for i, op in enumerate(raw.ops):
-        key = _key(i, op, ordinals[i])
+    for i, key in enumerate(_keys(raw, ordinals)):
         n = layers.get(key)
         if n is None:
             n = layers[key] = len(counts)
@@ -128,6 +151,25 @@ def _modules(raw: RawCapture, addresses: list[str]) -> dict[str, Module]:
         calls.setdefault(m, []).append(f"{addresses[m]}:{k}")
     return {
         m.address: Module(m.address, m.type_name, m.num_calls, tuple(calls.get(i, ())), m.params,
-                          m.children, m.parent)
+                          m.children, m.parent, m.buffers)
         for i, m in enumerate(raw.modules)
+    }
+
+
+def _buffer_version(op: RawOp) -> BufferVersion | None:
+    info = op.buffer
+    if info is None:
+        return None
+    return BufferVersion(info.address, info.version, info.write_kind, info.value_changed, info.transition_only)
+
+
+def _buffers(raw: RawCapture, ops: list[Op], addresses: list[str]) -> dict[str, Buffer]:
+    versions: dict[str, list[Op]] = {}
+    for op in ops:
+        if op.buffer is not None:
+            versions.setdefault(op.buffer.address, []).append(op)
+    owner = {b: m.address for m in raw.modules for b in m.buffers}
+    return {
+        address: Buffer(address, owner.get(address, "self"), initial, final, tuple(versions.get(address, ())))
+        for address, (initial, final) in raw.buffer_values.items()
     }

@@ -48,6 +48,22 @@ class OpGraph:
     site_key: tuple[str, str, int, int]
 
 
+@dataclass(frozen=True, slots=True)
+class BufferVersion:
+    """What makes an op a buffer version: which buffer, which version, how it was written."""
+
+    #: The buffer's address (``bn.running_mean``).
+    address: str
+    #: 1-based observed version (``trace["bn.running_mean:2"]`` is version 2).
+    version: int
+    #: ``None`` for the starting value; else ``"reassign"``, ``"inplace"`` or ``"fused"``.
+    write_kind: Optional[str]
+    #: Whether the write changed the value; ``None`` for the starting value.
+    value_changed: Optional[bool]
+    #: The write was through a slice: replay checks the state transition only.
+    transition_only: bool = False
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Op:
     """One pass of one layer: a single recorded output of a torch call."""
@@ -75,11 +91,28 @@ class Op:
     #: Grouping-independent graph facts (``graph.site_key``).
     graph: OpGraph = field(repr=False)
     _layers: Mapping[str, "Layer"] = field(repr=False)
+    #: For a buffer version node, the version it is; ``None`` for every other op.
+    buffer: Optional[BufferVersion] = None
 
     @property
     def layer(self) -> "Layer":
         """The layer this op is a pass of."""
         return self._layers[self.layer_label]
+
+    @property
+    def is_buffer(self) -> bool:
+        """Whether this op is a registered buffer's version, not a computation."""
+        return self.buffer is not None
+
+    @property
+    def buffer_write_kind(self) -> Optional[str]:
+        """``reassign``, ``inplace`` or ``fused`` for a written version; else ``None``."""
+        return self.buffer.write_kind if self.buffer is not None else None
+
+    @property
+    def buffer_value_changed(self) -> Optional[bool]:
+        """Whether this buffer write changed the value; ``None`` when not a write."""
+        return self.buffer.value_changed if self.buffer is not None else None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -106,6 +139,11 @@ class Layer:
     def num_passes(self) -> int:
         """How many times this place ran."""
         return len(self.ops)
+
+    @property
+    def is_buffer(self) -> bool:
+        """Whether this layer groups versions of a registered buffer."""
+        return self.ops[0].is_buffer
 
     @property
     def out(self) -> Any:
@@ -138,6 +176,8 @@ class Module:
     children: tuple[str, ...]
     #: Address of its parent; ``None`` for the root.
     parent: Optional[str]
+    #: Addresses of its own registered buffers.
+    buffers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import Any, Iterator, Mapping, Union
 
 from .errors import TorchLensValueError, TraceInvariantError
 from .options import TraceOptions
+from .buffers import Buffer
 from .records import Layer, Module, Op, Param
 from .table import render_trace
 
@@ -16,8 +17,8 @@ class Trace:
     """One captured forward pass.
 
     ``trace[key]`` takes a layer label (``linear_1``), a pass label (``linear_1:2``), a module
-    address (``blocks.0``) or a module call (``blocks.0:2``). Iterating a trace, and
-    ``len(trace)``, go over its layers.
+    address (``blocks.0``), a module call (``blocks.0:2``) or a buffer version
+    (``bn.running_mean:2``). Iterating a trace, and ``len(trace)``, go over its layers.
     """
 
     #: Layers in order of first execution, inputs first and outputs last.
@@ -33,6 +34,8 @@ class Trace:
     output_layers: tuple[str, ...]
     #: The capture options and grouping policy that produced this trace.
     options: TraceOptions
+    #: Buffer address -> :class:`Buffer` (every registered buffer of the model).
+    buffers: Mapping[str, Buffer] = field(default_factory=dict)
     _index: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -42,6 +45,8 @@ class Trace:
         for module in self.modules.values():
             index.setdefault(module.address, module)
             index.update((call, module) for call in module.calls)
+        for buffer in self.buffers.values():
+            index.update((f"{buffer.address}:{op.buffer.version}", op) for op in buffer.versions)
 
     def __getitem__(self, key: str) -> Union[Layer, Op, Module]:
         try:
@@ -54,6 +59,16 @@ class Trace:
             f"{key!r} is not a layer label (tanh_1), pass label (tanh_1:2), module address "
             f"(block) or module call (block:2) of this trace.{hint}"
         ) from None
+
+    @property
+    def buffer_read_ops(self) -> tuple[Op, ...]:
+        """Buffer versions that some op read (provisional name, as in the spec)."""
+        return tuple(op for op in self.ops if op.is_buffer and op.children)
+
+    @property
+    def buffer_write_ops(self) -> tuple[Op, ...]:
+        """Buffer versions created by writes (provisional name, as in the spec)."""
+        return tuple(op for op in self.ops if op.buffer_write_kind is not None)
 
     def __contains__(self, key: object) -> bool:
         return key in self._index

@@ -1,0 +1,190 @@
+"""Registered buffers as versioned state: journal every read and write during a capture.
+
+A buffer read or write is not a compute op. Each observed buffer *version* becomes one
+``RawOp`` of kind :data:`BUFFER` (spec: buffers.txt), with edges
+``producer -> version -> reader``:
+
+* the starting value, captured before the forward pass, is version 1 (created when the
+  buffer is first read or written);
+* reassignment ``self.h = t`` (journaled by the capture's ``Module.__setattr__`` patch);
+* explicit in-place writes (``add_``, ``copy_``, ``buf[...] = v``, ``buf.data.copy_(v)``),
+  attributed to the buffer whose storage the written tensor shares (views and slices too);
+* fused native writes (BatchNorm/InstanceNorm running statistics), compared by value
+  because those kernels may not bump ``_version``.
+
+``buf.data = t`` bypasses all of these; :meth:`BufferJournal.finish` detects it and raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+import torch
+from torch import nn
+
+from analysis.errors import TorchLensError
+
+from .record import RawOp
+
+if TYPE_CHECKING:
+    from .session import Capture
+
+#: ``RawOp.kind`` of a buffer version.
+BUFFER = "buffer"
+#: Write kinds, as ``Op.buffer_write_kind`` reports them.
+REASSIGN, INPLACE, FUSED = "reassign", "inplace", "fused"
+#: Ops whose kernels update running statistics in place -> index of their training flag.
+FUSED_MUTATORS = {"batch_norm": 5, "instance_norm": 5}
+
+
+class BufferWriteError(TorchLensError, RuntimeError):
+    """A registered buffer changed in a way the capture cannot journal (``.data = t``)."""
+
+
+@dataclass(slots=True)
+class BufferVersionInfo:
+    """What a buffer-version ``RawOp`` records beyond a plain op."""
+
+    #: The buffer's address (``bn.running_mean``).
+    address: str
+    #: 1-based observed version number of this buffer.
+    version: int
+    #: ``None`` for the starting value, else :data:`REASSIGN`, :data:`INPLACE` or :data:`FUSED`.
+    write_kind: Optional[str]
+    #: Whether the write changed the value (``None`` for the starting value).
+    value_changed: Optional[bool]
+    #: Index of the op that wrote it (in-place and fused writes), else -1.
+    writer: int = -1
+    #: For reassignment: ``(scope, site)`` of the assignment statement.
+    place: Any = None
+    #: Whether the writing op's output is only a slice of the buffer (replay cannot
+    #: compare it with the version, which holds the whole buffer).
+    transition_only: bool = False
+
+
+class BufferJournal:
+    """Tracks the model's registered buffers through one capture."""
+
+    def __init__(self, capture: "Capture", model: nn.Module) -> None:
+        self.capture = capture
+        self.owner: dict[str, tuple[nn.Module, str]] = {}
+        self.current: dict[str, torch.Tensor] = {}
+        for module_name, module in model.named_modules():
+            for name, tensor in module.named_buffers(prefix=module_name, recurse=False):
+                if tensor is not None and id(tensor) not in {id(t) for t in self.current.values()}:
+                    self.owner[name] = (module, name.rpartition(".")[2])
+                    self.current[name] = tensor
+        #: ``id(tensor)`` -> address, for the tensor each buffer holds now.
+        self.address_of = {id(t): a for a, t in self.current.items()}
+        self.storage_of = {storage_key(t): a for a, t in self.current.items()}
+        #: Values before the forward pass.
+        self.initial = {a: t.detach().clone() for a, t in self.current.items()}
+        self.versions: dict[str, list[int]] = {}
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def read(self, tensor: torch.Tensor) -> Optional[int]:
+        """Op index of the version a buffer tensor read now is, or ``None`` if not a buffer."""
+        address = self.address_of.get(id(tensor))
+        if address is None:
+            return None
+        versions = self.versions.get(address)
+        return versions[-1] if versions else self._starting_value(address)
+
+    def _starting_value(self, address: str) -> int:
+        return self._add(address, BufferVersionInfo(address, 1, None, None), self.initial[address], [])
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def after_inplace(self, writer: int, target: Any) -> None:
+        """Journal an in-place op that may have written a buffer's storage."""
+        if not isinstance(target, torch.Tensor):
+            return
+        address = self.storage_of.get(storage_key(target))
+        if address is not None:
+            buffer = self.current[address]
+            sliced = target.shape != buffer.shape or target.data_ptr() != buffer.data_ptr()
+            self._write(address, INPLACE, buffer, writer, transition_only=sliced)
+
+    def before_fused(self, name: str, args: tuple) -> list[tuple[str, torch.Tensor]]:
+        """Snapshot the buffers a fused mutator is about to update."""
+        if name not in FUSED_MUTATORS:
+            return []
+        found = []
+        for arg in args:
+            address = self.address_of.get(id(arg)) if isinstance(arg, torch.Tensor) else None
+            if address is not None:
+                self.capture.preserve(arg)
+                found.append((address, arg.detach().clone()))
+        return found
+
+    def after_fused(self, name: str, args: tuple, writer: int, before: list[tuple[str, torch.Tensor]]) -> None:
+        """Emit a fused version for each snapshotted buffer the op updated (or was asked to)."""
+        flag = FUSED_MUTATORS[name]
+        training = bool(args[flag]) if len(args) > flag else False
+        for address, old in before:
+            changed = not torch.equal(old, self.current[address])
+            if changed or training:
+                self._write(address, FUSED, self.current[address], writer, changed=changed)
+
+    def reassign(self, module: nn.Module, name: str, value: Any, place: Any) -> None:
+        """Journal ``module.name = value`` for a registered buffer ``name``."""
+        address = self._address(module, name)
+        if address is None or not isinstance(value, torch.Tensor):
+            return
+        old = self.current[address]
+        del self.storage_of[storage_key(old)]
+        self.address_of.pop(id(old), None)
+        self.current[address] = value
+        self.address_of[id(value)] = address
+        self.storage_of[storage_key(value)] = address
+        producer = self.capture.producer.get(id(value))
+        self._write(address, REASSIGN, value, -1, parents=[] if producer is None else [producer], place=place)
+
+    def _address(self, module: nn.Module, name: str) -> Optional[str]:
+        for address, (owner, attr) in self.owner.items():
+            if owner is module and attr == name:
+                return address
+        return None
+
+    def _write(self, address: str, kind: str, value: torch.Tensor, writer: int, *, parents: Optional[list] = None,
+               changed: Optional[bool] = None, place: Any = None, transition_only: bool = False) -> None:
+        versions = self.versions.get(address) or [self._starting_value(address)]
+        if changed is None:
+            old = self.capture.raw.ops[versions[-1]].out
+            changed = old is None or not torch.equal(old, value)
+        info = BufferVersionInfo(address, len(versions) + 1, kind, changed, writer, place, transition_only)
+        self._add(address, info, value, [writer] if parents is None else parents)
+
+    def _add(self, address: str, info: BufferVersionInfo, value: torch.Tensor, parents: list[int]) -> int:
+        capture = self.capture
+        scope = capture.module_index[id(self.owner[address][0])]
+        index = capture.add_op(RawOp(BUFFER, BUFFER, scope, -1, 0, None, "", value, tuple(value.shape), value.dtype,
+                                     parents, (), buffer=info))
+        capture.producer[id(self.current[address])] = index
+        self.versions.setdefault(address, []).append(index)
+        return index
+
+    # -- end of capture --------------------------------------------------------------------
+
+    def finish(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Check nothing bypassed the journal; return ``address -> (initial, final)`` values."""
+        for address, (module, attr) in self.owner.items():
+            now = module._buffers.get(attr)
+            if now is not self.current[address] or storage_key(now) not in self.storage_of:
+                raise BufferWriteError(
+                    f"registered buffer `{address}` changed during the forward pass without a write "
+                    "torchlens can record (assigning through `.data = tensor` bypasses module "
+                    f"reassignment and in-place ops); write `self.{attr} = tensor` or "
+                    f"`self.{attr}.copy_(tensor)` instead"
+                )
+        return {a: (self.initial[a], self.current[a].detach().clone()) for a in self.current}
+
+
+def storage_key(tensor: torch.Tensor) -> int:
+    """The address of a tensor's storage: equal for a tensor and all its views."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # sparse, meta or functional tensors
+        return -id(tensor)
