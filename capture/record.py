@@ -44,6 +44,11 @@ class RawOp:
     params: tuple[str, ...]
     #: For a buffer version: which buffer, which version, how it was written.
     buffer: Any = None
+    #: For an op: the torch call that produced it (shared by its output slots), for replay.
+    replay: Any = None
+    #: Where its tensor sits in a recorded container (:class:`capture.containers.ContainerSpec`),
+    #: with ``capture_container_structure`` only.
+    container: Any = None
 
 
 @dataclass(slots=True)
@@ -78,5 +83,10 @@ class RawCapture:
     chains: list[tuple[Place, ...]] = field(default_factory=list)
     #: The model's return value, as it returned it.
     output: Any = None
+    #: Recorded container roots (:class:`capture.containers.RawContainer`): the model output's
+    #: always, first; the inputs' and module calls' with ``capture_container_structure``.
+    containers: list = field(default_factory=list)
+    #: torch's CPU random state before the forward pass, so a replay draws the same numbers.
+    rng_state: Any = None
     #: Buffer address -> (value before the forward pass, value after it).
     buffer_values: dict[str, tuple[Any, Any]] = field(default_factory=dict)

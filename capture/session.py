@@ -27,7 +27,9 @@ from . import funcs
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
-from .record import INPUT, OP, OUTPUT, RawCapture, RawModule, RawOp
+from .boundary import record_inputs, record_module_call, record_output
+from .record import OP, OUTPUT, RawCapture, RawModule, RawOp
+from .replay import RecordedCall
 from analysis.errors import CaptureThreadError
 
 from .threads import WorkerGuard, claim_capture, release_capture
@@ -63,13 +65,17 @@ _FORWARD_LINES = _forward_lines()
 class Capture(TorchFunctionMode):
     """Records one forward pass of ``model``; use :func:`capture_forward`."""
 
-    def __init__(self, model: nn.Module, save_outputs: bool) -> None:
+    def __init__(self, model: nn.Module, save_outputs: bool, containers: bool = False) -> None:
         super().__init__()
         self.raw = RawCapture()
         self.save_outputs = save_outputs
+        #: Record input and module-call containers and each op's place in them.
+        self.containers = containers
         self.interner = ChainInterner()
         self.producer: dict[int, int] = {}
         self.by_storage: dict[int, list[int]] = {}
+        #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
+        self.storage_writer: dict[int, int] = {}
         self.module_index: dict[int, int] = {}
         self.module_refs: list[nn.Module] = []
         self.stack: list[int] = []
@@ -123,8 +129,9 @@ class Capture(TorchFunctionMode):
             raise
         if info.inplace and out is None and args:
             out = args[0]
-        self._record(name, args, kwargs, out, sys._getframe(1))
-        if info.inplace and args:
+        self._record(func, name, args, kwargs, out, sys._getframe(1))
+        if info.inplace and args and isinstance(args[0], _Tensor):
+            self.storage_writer[storage_key(args[0])] = len(self.raw.ops) - 1
             self.buffers.after_inplace(len(self.raw.ops) - 1, args[0])
         elif fused:
             self.buffers.after_fused(name, args, len(self.raw.ops) - 1, fused)
@@ -167,7 +174,7 @@ class Capture(TorchFunctionMode):
 
     # -- recording -------------------------------------------------------------------------
 
-    def _record(self, name: str, args: tuple, kwargs: dict, out: Any, frame) -> None:
+    def _record(self, func: Callable, name: str, args: tuple, kwargs: dict, out: Any, frame) -> None:
         if type(out) is _Tensor or isinstance(out, _Tensor):
             leaves = ((0, out),)
         elif isinstance(out, (tuple, list)):
@@ -176,13 +183,14 @@ class Capture(TorchFunctionMode):
                 return
         else:
             return
-        parents, params = self._inputs_of(args, kwargs)
+        sources, params = self._inputs_of(args, kwargs)
+        parents = [s if s >= 0 else -s - 2 for s in sources if s != -1]
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
-        ops = self.raw.ops
+        replay = RecordedCall(func, args, kwargs, sources, self._alias_snapshots(args, kwargs, sources))
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
-                            tensor.dtype, parents, params))
+                              tensor.dtype, parents, params, replay=replay))
 
     def add_op(self, op: RawOp) -> int:
         """Append a recorded op; return its index."""
@@ -202,30 +210,49 @@ class Capture(TorchFunctionMode):
         self.module_refs.append(tensor)  # type: ignore[arg-type]
 
     def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[int], tuple[str, ...]]:
-        """Producers (op indices) and parameters among an op's tensor arguments."""
-        parents: list[int] = []
+        """The source of each tensor argument (op index, -1 for none) and the parameters read.
+
+        Tensor arguments are visited in :func:`capture.replay.substitute`'s order: positional
+        then keyword values, one level into plain lists and tuples.
+        """
+        sources: list[int] = []
         params: list[str] = []
         for value in (*args, *kwargs.values()) if kwargs else args:
             if isinstance(value, _Tensor):
-                self._source(value, parents, params)
+                sources.append(self._source(value, params))
             elif type(value) is list or type(value) is tuple:
                 for item in value:
                     if isinstance(item, _Tensor):
-                        self._source(item, parents, params)
-        return parents, tuple(params)
+                        sources.append(self._source(item, params))
+        return sources, tuple(params)
 
-    def _source(self, tensor: _Tensor, parents: list[int], params: list[str]) -> None:
+    def _source(self, tensor: _Tensor, params: list[str]) -> int:
+        """The op whose output ``tensor`` is (a buffer's version included), or -1.
+
+        When an in-place op later wrote the tensor's storage through another alias (a view),
+        that op is the source, encoded as ``-2 - index``: the value read is then kept as a
+        snapshot for replay, since no op's output is exactly it.
+        """
         index = self.producer.get(id(tensor))
         if index is not None:
-            parents.append(index)
-            return
+            if self.storage_writer:
+                writer = self.storage_writer.get(storage_key(tensor), -1)
+                if writer > index:
+                    return -2 - writer
+            return index
         name = self.param_names.get(id(tensor))
         if name is not None:
             params.append(name)
-            return
+            return -1
         index = self.buffers.read(tensor)
-        if index is not None:
-            parents.append(index)
+        return -1 if index is None else index
+
+    def _alias_snapshots(self, args: tuple, kwargs: dict, sources: list[int]) -> dict:
+        if not self.storage_writer or min(sources, default=0) >= -1:
+            return {}
+        from .replay import tensor_args
+
+        return {k: t.clone() for k, t in enumerate(tensor_args(args, kwargs)) if sources[k] <= -2}
 
     def preserve(self, target: Any) -> None:
         """Copy the saved outputs an in-place write is about to change (same storage)."""
@@ -303,7 +330,9 @@ class Capture(TorchFunctionMode):
         finally:
             self.stack.pop()
         if isinstance(module, torch.jit.ScriptModule) and not self.suspended:
-            self._record("torchscript", args, kwargs, out, sys._getframe(1))
+            self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
+        if self.containers:
+            record_module_call(self, call, args, kwargs, out)
         return out
 
     def run_transform(self, name: str, impl: Callable, args: tuple, kwargs: dict, frame) -> Any:
@@ -315,7 +344,7 @@ class Capture(TorchFunctionMode):
             out = impl(*args, **kwargs)
         finally:
             self.suspended -= 1
-        self._record(name, args, kwargs, out, frame)
+        self._record(impl, name, args, kwargs, out, frame)
         return out
 
     def reassign_buffer(self, module: nn.Module, name: str, value: Any, frame) -> None:
@@ -328,12 +357,10 @@ class Capture(TorchFunctionMode):
 
     def add_boundary(self, kind: str, tensor: _Tensor) -> None:
         """Record an input or output tensor as a single-pass layer of its own."""
-        parents: list[int] = []
         params: list[str] = []
-        if kind == OUTPUT:
-            self._source(tensor, parents, params)
+        source = self._source(tensor, params) if kind == OUTPUT else -1
         self.add_op(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
-                          parents, tuple(params)))
+                          [source] if source >= 0 else [], tuple(params)))
 
     def _annotate(self, error: BaseException, what: str, frame) -> None:
         if getattr(error, "_torchlens_noted", False) or not hasattr(error, "add_note"):
@@ -390,17 +417,21 @@ class Capture(TorchFunctionMode):
         return transform
 
 
-def capture_forward(model: nn.Module, args: tuple, kwargs: dict, save_outputs: bool = True) -> RawCapture:
+def capture_forward(
+    model: nn.Module, args: tuple, kwargs: dict, save_outputs: bool = True, containers: bool = False
+) -> RawCapture:
     """Run ``model(*args, **kwargs)`` once and return everything it recorded.
+
+    The output's container structure is always recorded; ``containers`` adds the inputs',
+    the module calls' and each op's place in them (:mod:`capture.boundary`).
 
     Raises :class:`capture.threads.CaptureThreadError` when another capture is running.
     """
-    capture = Capture(model, save_outputs)
+    capture = Capture(model, save_outputs, containers)
     claim_capture()
     try:
-        for tensor in _tensors(args, kwargs):
-            if id(tensor) not in capture.producer:
-                capture.add_boundary(INPUT, tensor)
+        record_inputs(capture, args, kwargs)
+        capture.raw.rng_state = torch.get_rng_state()
         capture.install()
         try:
             with capture, capture.guard:
@@ -413,8 +444,7 @@ def capture_forward(model: nn.Module, args: tuple, kwargs: dict, save_outputs: b
             capture.patches.restore()
         if capture.guard.refusal is not None:
             raise capture.guard.refusal
-        for tensor in _tensors((output,), {}):
-            capture.add_boundary(OUTPUT, tensor)
+        record_output(capture, output)
         capture.raw.buffer_values = capture.buffers.finish()
     finally:
         release_capture()
@@ -422,13 +452,6 @@ def capture_forward(model: nn.Module, args: tuple, kwargs: dict, save_outputs: b
     raw.chains = capture.interner.chains
     raw.output = output
     return raw
-
-
-def _tensors(args: tuple, kwargs: dict) -> list[_Tensor]:
-    """The tensor leaves of nested arguments, in order."""
-    from torch.utils._pytree import tree_leaves
-
-    return [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, _Tensor)]
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:

@@ -110,9 +110,18 @@ def check_checkpoint(trace, model, inputs):
     assert inside == [("linear", 2), ("tanh", 2)]
 
 
+def buffer_passes(trace) -> list[int]:
+    return [layer.num_passes for layer in trace.layers if layer.is_buffer]
+
+
 def check_buffer_one_layer(trace, model, inputs):
-    buffers = [layer for layer in trace.layers if getattr(layer, "is_buffer", False)]
-    assert len(buffers) == 1
+    # The starting value joins the loop's layer: 1 + 3 versions.
+    assert buffer_passes(trace) == [4]
+
+
+def check_buffer_two_lines(trace, model, inputs):
+    # Starting value, then one version per writing line: three single-pass layers.
+    assert buffer_passes(trace) == [1, 1, 1]
 
 
 def check_raw_weight_params(trace, model, inputs):
@@ -152,7 +161,6 @@ def check_output_slots(trace, model, inputs):
 
 # --- the Cases table, one entry per row (a row naming two codes has two entries) ------------------
 
-BUFFERS = (pytest.mark.xfail(reason="buffer versions: issue 5", strict=False),)
 
 ROWS: dict[str, Case] = {
     "loop-tanh-mul": Case(C.LoopTanhMul, randn(2, 4), [("tanh_1", 3), ("mul_1", 3)]),
@@ -288,13 +296,12 @@ ROWS: dict[str, Case] = {
         randn(2, 4),
         [("tanh_1", 3), ("add__1", 3)],
         check=check_buffer_one_layer,
-        marks=BUFFERS,
     ),
     "buffer-two-lines": Case(
         C.BufferTwoLines,
         randn(2, 4),
         [("add__1", 1), ("tanh_1", 1), ("add__2", 1)],
-        marks=BUFFERS,
+        check=check_buffer_two_lines,
     ),
     "scalar-mul-loop": Case(C.ScalarMulLoop, randn(2, 4), [("mul_1", 3)]),
     "growing-cat-loop": Case(C.GrowingCatLoop, randn(2, 4), [("cat_1", 3)]),
@@ -400,6 +407,14 @@ def test_traced_output_equals_untraced(case: Case):
     expected = model(*inputs)
     trace = tl.trace(model, *inputs)
     torch.testing.assert_close(traced_output(trace), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", ALL_PARAMS)
+def test_validate_forward_pass(case: Case):
+    model, inputs = build(case)
+    report = tl.trace(model, *inputs).validate_forward_pass()
+    assert report.ok, str(report)
+    assert report.checked >= 2
 
 
 @pytest.mark.parametrize("case", ALL_PARAMS)

@@ -42,6 +42,7 @@ def trace(
         tuple(layer.layer_label for layer in layers if layer.is_output),
         TraceOptions(options, GROUPING_POLICY),
         buffers=buffers,
+        _rng_state=raw.rng_state,
     )
 
 

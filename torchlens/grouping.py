@@ -50,7 +50,8 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
         Op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
            tuple(dict.fromkeys(op_labels[p] for p in op.parents)), tuple(dict.fromkeys(children[i])),
            op.params, call_labels[op.call] if op.call >= 0 else None,
-           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, _buffer_version(op))
+           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, _buffer_version(op),
+           op.replay)
         for i, op in enumerate(raw.ops)
     ]
     passes: list[list[Op]] = [[] for _ in first_ops]

@@ -93,6 +93,7 @@ class Op:
     _layers: Mapping[str, "Layer"] = field(repr=False)
     #: For a buffer version node, the version it is; ``None`` for every other op.
     buffer: Optional[BufferVersion] = None
+    _replay: Any = field(default=None, repr=False)
 
     @property
     def layer(self) -> "Layer":

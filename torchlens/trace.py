@@ -10,6 +10,7 @@ from .options import TraceOptions
 from .buffers import Buffer
 from .records import Layer, Module, Op, Param
 from .table import render_trace
+from .validation import ValidationReport, validate_forward_pass
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -36,6 +37,7 @@ class Trace:
     options: TraceOptions
     #: Buffer address -> :class:`Buffer` (every registered buffer of the model).
     buffers: Mapping[str, Buffer] = field(default_factory=dict)
+    _rng_state: Any = field(default=None, repr=False)
     _index: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +90,14 @@ class Trace:
 
     def __str__(self) -> str:
         return render_trace(self)
+
+    def validate_forward_pass(self, strict: bool = False) -> "ValidationReport":
+        """Replay the graph op by op from the saved inputs and compare every output.
+
+        Returns a :class:`~torchlens.validation.ValidationReport`; with ``strict=True`` a
+        mismatch raises :class:`~torchlens.validation.ValidationError`.
+        """
+        return validate_forward_pass(self, strict)
 
     def check(self) -> None:
         """Assert the trace's invariants; raise :class:`TraceInvariantError` when one breaks.

@@ -1,0 +1,78 @@
+"""Recording the containers at a capture's boundaries: model inputs, model output, module calls.
+
+The model output's structure is recorded on every capture (``trace.reconstruct_output``
+needs it). With ``capture_container_structure`` the model's inputs and every module call
+whose arguments or return value hold a container are recorded too, and each op learns where
+its tensor sits (``RawOp.container``): the model output for output ops, the inputs for input
+ops, else the first module output holding it, else the first module input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .containers import (
+    CONST, LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_INPUT, MODULE_OUTPUT, ContainerSpec, RawContainer,
+    flatten, flatten_call, leaf_paths,
+)
+from .record import INPUT, OUTPUT
+
+#: Which roots claim an op first when its tensor sits in several.
+_CLAIM_ORDER = (MODEL_OUTPUT_ROLE, MODEL_INPUT, MODULE_OUTPUT, MODULE_INPUT)
+
+
+def record_inputs(capture: Any, args: tuple, kwargs: dict) -> None:
+    """Add an input op per new tensor leaf of the arguments; record their structure if asked."""
+    flat = flatten_call(args, kwargs)
+    ops = []
+    for tensor in flat.leaves:
+        index = capture.producer.get(id(tensor))
+        if index is None:
+            capture.add_boundary(INPUT, tensor)
+            index = len(capture.raw.ops) - 1
+        ops.append(index)
+    if capture.containers:
+        capture.raw.containers.append(RawContainer(MODEL_INPUT, "input", flat.spec, ops))
+
+
+def record_output(capture: Any, output: Any) -> None:
+    """Add an output op per tensor leaf of the model's return value and record its structure."""
+    flat = flatten(output)
+    ops = []
+    for tensor in flat.leaves:
+        capture.add_boundary(OUTPUT, tensor)
+        ops.append(len(capture.raw.ops) - 1)
+    capture.raw.containers.insert(0, RawContainer(MODEL_OUTPUT_ROLE, "output", flat.spec, ops, tuple(flat.leaves)))
+    if capture.containers:
+        _claim(capture.raw)
+
+
+def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: Any) -> None:
+    """Record a module call's arguments and return value where they hold containers."""
+    module, number = capture.raw.calls[call]
+    label = f"{capture.raw.modules[module].address}:{number}"
+    inputs = flatten_call(args, kwargs)
+    if any(child.kind not in (LEAF, CONST) and child.num_leaves for child in inputs.spec.children):
+        _add(capture, MODULE_INPUT, f"{label}/input", inputs.spec, inputs.leaves)
+    if not isinstance(out, torch.Tensor):
+        result = flatten(out)
+        if result.leaves:
+            _add(capture, MODULE_OUTPUT, f"{label}/output", result.spec, result.leaves)
+
+
+def _add(capture: Any, role: str, root_id: str, spec: Any, leaves: list) -> None:
+    ops = [capture.producer.get(id(tensor), -1) for tensor in leaves]
+    capture.raw.containers.append(RawContainer(role, root_id, spec, ops))
+
+
+def _claim(raw: Any) -> None:
+    """Give each op the first container (in claim order) that holds its tensor."""
+    for role in _CLAIM_ORDER:
+        for root in raw.containers:
+            if root.role != role:
+                continue
+            for index, path in zip(root.leaves, leaf_paths(root.spec)):
+                if index >= 0 and raw.ops[index].container is None:
+                    raw.ops[index].container = ContainerSpec(root, path)

@@ -1,0 +1,71 @@
+"""Rebuilding a recorded structure from its leaf tensors: the inverse of ``capture.containers.flatten``.
+
+Every container kind is rebuilt with its own constructor (a namedtuple's ``_make``, a
+dataclass's or ``ModelOutput``'s keyword constructor, a registered type's ``unflatten``).
+An opaque value is never half-rebuilt: :class:`OpaqueContainerError` names where it sits and
+what it is.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+from capture.containers import (
+    ARGS, CONST, CUSTOM, DATACLASS, DICT, LEAF, LIST, MODEL_OUTPUT, NAMEDTUPLE, OPAQUE, TUPLE, Node,
+    path_text, registered,
+)
+
+from .errors import OpaqueContainerError, TraceInvariantError
+
+
+def rebuild(root: Node, path: tuple, value_of: Callable[[int], Any], where: str) -> Any:
+    """Rebuild the value at ``path`` below ``root``; ``value_of(i)`` gives leaf ``i``'s tensor.
+
+    ``where`` names the root in messages (``output``, ``input``).
+    """
+    node = root
+    for key in path:
+        node = node.children[node.keys.index(key)]
+    return _Rebuilder(root, value_of, where).value(node, path)
+
+
+class _Rebuilder:
+    def __init__(self, root: Node, value_of: Callable[[int], Any], where: str) -> None:
+        self.root, self.value_of, self.where = root, value_of, where
+
+    def value(self, node: Node, path: tuple) -> Any:
+        if node.kind == LEAF:
+            return self.value_of(node.data)
+        if node.kind == CONST:
+            return node.data
+        if node.kind == OPAQUE:
+            kind = node.type
+            raise OpaqueContainerError(
+                f"cannot rebuild {self.where}{path_text(self.root, path)}: it is a {kind.__module__}.{kind.__qualname__}, "
+                f"which torchlens records as opaque (its {len(node.children)} tensors are recorded, its structure "
+                f"is not); register it with tl.types.register_container({kind.__name__}, flatten, unflatten) "
+                "or read its tensors from the container view"
+            )
+        items = [self.value(child, (*path, key)) for key, child in zip(node.keys, node.children)]
+        return _construct(node, items)
+
+
+def _construct(node: Node, items: list) -> Any:
+    tp, kind = node.type, node.kind
+    if kind == ARGS:
+        positional = [v for k, v in zip(node.keys, items) if isinstance(k, int)]
+        return tuple(positional), {k: v for k, v in zip(node.keys, items) if isinstance(k, str)}
+    if kind == NAMEDTUPLE:
+        return tp._make(items)
+    if kind in (TUPLE, LIST):
+        return tp(items)
+    if kind == DICT:
+        if node.data is not None and issubclass(tp, defaultdict):
+            return tp(node.data, zip(node.keys, items))
+        return tp(zip(node.keys, items))
+    if kind in (DATACLASS, MODEL_OUTPUT):
+        return tp(**dict(zip(node.keys, items)))
+    if kind == CUSTOM:
+        return registered(tp)[1](node.data, items)
+    raise TraceInvariantError(f"recorded container kind {kind!r} has no rebuild rule")

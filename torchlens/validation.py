@@ -1,0 +1,159 @@
+"""``trace.validate_forward_pass()``: replay the captured graph op by op and compare.
+
+Starting from the saved inputs and starting buffer values, every op's recorded torch call
+is re-run with its tensor arguments replaced by the *replayed* outputs of the ops they came
+from, and each result is compared with what the capture saved. Buffer versions are checked
+as state transitions (spec: buffers.txt): a full-buffer write must equal its writer's
+replayed output; a fused write (BatchNorm running statistics) is re-run on a copy of the
+previous version; a write through a slice is marked state-transition-only, since its op
+output is only the slice. Replay never writes into saved values: in-place and fused ops
+run on copies. torch's random state is set to the one the capture started with, and put
+back afterwards, so dropout replays the same mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from capture.replay import substitute
+
+from .errors import TorchLensError, TorchLensValueError
+
+if TYPE_CHECKING:
+    from .records import Op
+    from .trace import Trace
+
+
+class ValidationError(TorchLensError, AssertionError):
+    """``validate_forward_pass(strict=True)`` found an op whose replay differs."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    """The outcome of replaying a trace."""
+
+    #: Whether every compared op matched.
+    ok: bool
+    #: How many op outputs were compared.
+    checked: int
+    #: ``(op label, what differed)`` for each op whose replay differed.
+    mismatches: tuple[tuple[str, str], ...]
+    #: Buffer versions written through a slice: checked as state transitions only.
+    transition_only: tuple[str, ...]
+
+    def __str__(self) -> str:
+        head = f"validate_forward_pass: {'ok' if self.ok else 'MISMATCH'}, {self.checked} ops compared"
+        lines = [head] + [f"  {label}: {why}" for label, why in self.mismatches]
+        if self.transition_only:
+            lines.append(f"  state-transition-only: {', '.join(self.transition_only)}")
+        return "\n".join(lines)
+
+
+def validate_forward_pass(trace: "Trace", strict: bool = False) -> ValidationReport:
+    """Replay ``trace`` from its saved inputs and compare every op's output."""
+    if any(op.out is None for op in trace.ops):
+        raise TorchLensValueError(
+            "validate_forward_pass needs every op's output; this trace was captured with "
+            "CaptureOptions(save_outputs=False): trace again with the default options"
+        )
+    saved_state = torch.get_rng_state()
+    try:
+        if trace._rng_state is not None:
+            torch.set_rng_state(trace._rng_state)
+        with torch.no_grad():
+            report = _Replay(trace).run()
+    finally:
+        torch.set_rng_state(saved_state)
+    if strict and not report.ok:
+        raise ValidationError(str(report))
+    return report
+
+
+class _Replay:
+    def __init__(self, trace: "Trace") -> None:
+        self.ops = trace.ops
+        self.position = {op.label: i for i, op in enumerate(trace.ops)}
+        self.values: list[Any] = [None] * len(trace.ops)
+        self.calls: dict[int, tuple[Any, dict[int, torch.Tensor]]] = {}
+        self.latest: dict[str, int] = {}
+        self.mismatches: list[tuple[str, str]] = []
+        self.transition_only: list[str] = []
+        self.checked = 0
+
+    def run(self) -> ValidationReport:
+        for i, op in enumerate(self.ops):
+            self.values[i] = self._value(i, op)
+        return ValidationReport(not self.mismatches, self.checked, tuple(self.mismatches), tuple(self.transition_only))
+
+    def _value(self, i: int, op: "Op") -> Any:
+        parent = self.position[op.parents[0]] if op.parents else -1
+        if op.layer.is_input:
+            return op.out
+        if op.layer.is_output:
+            return self._compare(op, self.values[parent])
+        if op.buffer is not None:
+            return self._buffer_version(i, op, parent)
+        return self._compare(op, self._call(op))
+
+    def _buffer_version(self, i: int, op: "Op", writer: int) -> Any:
+        version = op.buffer
+        previous = self.latest.get(version.address, -1)
+        self.latest[version.address] = i
+        if version.write_kind is None or writer < 0:
+            return op.out  # the starting value, or a reassignment of a tensor no op made
+        if version.transition_only:
+            self.transition_only.append(op.label)
+            return op.out
+        if version.write_kind == "fused":
+            copies = self.calls[id(self.ops[writer]._replay)][1]
+            return self._compare(op, copies.get(previous, op.out))
+        return self._compare(op, self.values[writer])
+
+    def _call(self, op: "Op") -> Any:
+        call = op._replay
+        entry = self.calls.get(id(call))
+        if entry is None:
+            writes = op.func_name.endswith("_") or op.func_name in ("setitem", "batch_norm", "instance_norm")
+            copies: dict[int, torch.Tensor] = {}
+
+            def replace(k: int, tensor: torch.Tensor) -> torch.Tensor:
+                source = call.sources[k]
+                if source <= -2:
+                    return call.snapshots[k].clone()
+                if source < 0:
+                    return tensor
+                value = self.values[source]
+                if writes:  # never write into a saved or replayed value
+                    value = copies[source] = value.clone()
+                return value
+
+            args, kwargs = substitute(call.args, call.kwargs, replace)
+            result = call.func(*args, **kwargs)
+            if result is None and writes:
+                result = args[0]
+            entry = self.calls[id(call)] = (result, copies)
+        result = entry[0]
+        slot = op.graph.site_key[2]
+        return result[slot] if isinstance(result, (tuple, list)) else result
+
+    def _compare(self, op: "Op", value: Any) -> Any:
+        self.checked += 1
+        expected = op.out
+        if not isinstance(value, torch.Tensor):
+            self.mismatches.append((op.label, f"replay gave {type(value).__name__}, not a tensor"))
+        elif value.shape != expected.shape or value.dtype != expected.dtype:
+            self.mismatches.append((op.label, f"replay gave {tuple(value.shape)} {value.dtype}, "
+                                              f"capture saved {tuple(expected.shape)} {expected.dtype}"))
+        elif not _same(value, expected):
+            diff = (value.double() - expected.double()).abs().max().item() if value.is_floating_point() else "-"
+            self.mismatches.append((op.label, f"values differ (max abs difference {diff})"))
+        return value
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.is_floating_point() or a.is_complex():
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    return torch.equal(a, b)
