@@ -50,7 +50,13 @@ def record_output(capture: Any, output: Any) -> None:
 
 
 def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: Any) -> None:
-    """Record a module call's arguments and return value where they hold containers."""
+    """Record a module call's arguments and return value where they hold containers.
+
+    The outermost call (the model's own) is skipped: its arguments and return value are the
+    model inputs and output, recorded as such.
+    """
+    if not capture.stack:
+        return
     module, number = capture.raw.calls[call]
     label = f"{capture.raw.modules[module].address}:{number}"
     inputs = flatten_call(args, kwargs)

@@ -91,6 +91,9 @@ class RawContainer:
     #: The trace's ops in capture order, bound once the trace is built.
     ops: Sequence[Any] = field(default=())
 
+    def __repr__(self) -> str:
+        return f"<RawContainer {self.role} {self.id!r}: {self.spec.type_name}, {len(self.leaves)} leaves>"
+
 
 @dataclass(frozen=True, slots=True)
 class ContainerSpec:
@@ -98,6 +101,9 @@ class ContainerSpec:
 
     root: RawContainer
     path: tuple
+
+    def __repr__(self) -> str:
+        return f"ContainerSpec({self.root.id}{path_text(self.root.spec, self.path)})"
 
 
 def register(tp: type, flatten: Callable, unflatten: Callable) -> None:

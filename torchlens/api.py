@@ -9,6 +9,7 @@ from torch import nn
 
 from capture.session import capture_forward
 
+from .containers import ContainerRecords
 from .errors import CaptureThreadError, TorchLensTypeError
 from .grouping import GROUPING_POLICY, group
 from .options import CaptureOptions, TraceOptions
@@ -30,7 +31,8 @@ def trace(
     propagates with a note naming the op, module and place where it happened.
     """
     options = _validate(model, forward_kwargs, capture)
-    raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save_outputs)
+    raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save_outputs,
+                          options.capture_container_structure)
     layers, ops, modules, buffers = group(raw)
     params = {
         name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
@@ -43,6 +45,7 @@ def trace(
         TraceOptions(options, GROUPING_POLICY),
         buffers=buffers,
         _rng_state=raw.rng_state,
+        containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs or {}),
     )
 
 

@@ -151,6 +151,10 @@ class ContainerRecords:
         """The model output's root."""
         return self.roots[0]
 
+    def reconstruct_output(self) -> Any:
+        """The model's return value rebuilt from the output tensors it returned."""
+        return Container(self.output).reconstruct()
+
     def at(self, role: str, path: tuple) -> Any:
         """``trace.output_at`` / ``trace.input_at``: the leaf op, container or constant at ``path``."""
         root = next((r for r in self.roots if r.role == role), None)
@@ -187,3 +191,12 @@ def container_of(spec: Any) -> Optional[Container]:
     if root.spec.kind == ARGS:
         return Container(root, path[:1]) if len(path) > 1 else None
     return Container(root) if path else None
+
+
+def records_of(records: Optional[ContainerRecords]) -> ContainerRecords:
+    """A trace's container records; a trace not made by ``tl.trace`` has none."""
+    if records is None:
+        raise TorchLensValueError(
+            "this trace has no container records (it was not made by tl.trace); trace the model again"
+        )
+    return records

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
 from analysis.sites import Place
+from capture.containers import ContainerSpec
+
+from .containers import Container, container_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,15 @@ class Op:
     #: For a buffer version node, the version it is; ``None`` for every other op.
     buffer: Optional[BufferVersion] = None
     _replay: Any = field(default=None, repr=False)
+    #: Where its tensor sits in a recorded container (root and key path), with
+    #: ``CaptureOptions(capture_container_structure=True)``; ``None`` otherwise.
+    container_spec: Optional[ContainerSpec] = field(default=None, repr=False)
+
+    @property
+    def container(self) -> Optional[Container]:
+        """The :class:`~torchlens.types.Container` holding this op's tensor: for an output op the
+        model's return value, for an input op the argument it came in; ``None`` outside any."""
+        return container_of(self.container_spec)
 
     @property
     def layer(self) -> "Layer":
@@ -157,6 +169,12 @@ class Layer:
                 f"read one pass: trace['{self.layer_label}:2'].out or layer.ops[1].out"
             )
         return self.ops[0].out
+
+    @property
+    def container(self) -> Optional[Container]:
+        """``op.container`` of a single-pass layer (model inputs and outputs are single-pass);
+        ``None`` for several passes: read ``ops[k].container``."""
+        return self.ops[0].container if len(self.ops) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)

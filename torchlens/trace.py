@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Union
+from typing import Any, Iterator, Mapping, Optional, Union
+
+from capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 
 from .errors import TorchLensValueError, TraceInvariantError
 from .options import TraceOptions
 from .buffers import Buffer
 from .records import Layer, Module, Op, Param
+from .containers import ContainerRecords, records_of
+from .rerun import run_again
 from .table import render_trace
 from .validation import ValidationReport, validate_forward_pass
 
@@ -38,6 +42,9 @@ class Trace:
     #: Buffer address -> :class:`Buffer` (every registered buffer of the model).
     buffers: Mapping[str, Buffer] = field(default_factory=dict)
     _rng_state: Any = field(default=None, repr=False)
+    #: The containers the capture recorded (the model output's always) and the traced model,
+    #: for :meth:`reconstruct_output`, :meth:`run`, :meth:`output_at` and :meth:`input_at`.
+    containers: Optional[ContainerRecords] = field(default=None, repr=False)
     _index: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +105,33 @@ class Trace:
         mismatch raises :class:`~torchlens.validation.ValidationError`.
         """
         return validate_forward_pass(self, strict)
+
+    def reconstruct_output(self) -> Any:
+        """Rebuild the model's return value (tuple, list, dict, namedtuple, dataclass,
+        ``ModelOutput``, registered type) from the output tensors it returned.
+
+        Raises :class:`~torchlens.errors.OpaqueContainerError` naming the path and type of an
+        object whose structure torchlens could not record (e.g. a ``DynamicCache``).
+        """
+        return records_of(self.containers).reconstruct_output()
+
+    def run(self, *inputs: Any, forward_kwargs: Optional[Mapping[str, Any]] = None) -> Any:
+        """Run the traced model again on ``inputs``, live and plainly (nothing is recorded), and
+        return its output, checked to have the recorded structure (see :mod:`torchlens.rerun`).
+
+        ``forward_kwargs`` defaults to the keyword arguments the trace was made with.
+        """
+        return run_again(records_of(self.containers), inputs, forward_kwargs)
+
+    def output_at(self, *path: Any) -> Any:
+        """The output leaf :class:`Op` (or nested container view) at ``path``:
+        ``trace.output_at("past_key_values", 0, 0)``; no path gives the whole output."""
+        return records_of(self.containers).at(MODEL_OUTPUT_ROLE, path)
+
+    def input_at(self, *path: Any) -> Any:
+        """The input leaf :class:`Op` (or container view) at ``path``, starting with the argument's
+        position or keyword: ``trace.input_at(0, "ids")``. Needs ``capture_container_structure``."""
+        return records_of(self.containers).at(MODEL_INPUT, path)
 
     def check(self) -> None:
         """Assert the trace's invariants; raise :class:`TraceInvariantError` when one breaks.
