@@ -282,3 +282,12 @@ def test_no_debug_ranges_falls_back_to_offsets():
     )
     out = subprocess.run([sys.executable, "-X", "no_debug_ranges", "-c", script], capture_output=True, text=True, check=True)
     assert "('sin_1', 1), ('sin_2', 1)" in out.stdout
+
+
+def test_ops_index_by_position_and_label():
+    trace = tl.trace(Mixed(), torch.ones(2, 4))
+    assert trace.ops[0].label == "input_1:1"
+    assert trace.ops["add_1:2"] is trace["add_1"].ops[1]
+    assert trace.ops[trace.output_layers[0]] is trace[trace.output_layers[0]].ops[0]
+    with pytest.raises(TorchLensValueError):
+        trace.ops["add_1"]  # two passes: name one

@@ -17,6 +17,29 @@ from .table import render_trace
 from .validation import ValidationReport, validate_forward_pass
 
 
+class Ops(tuple):
+    """Every op in capture order; also indexable by label.
+
+    ``trace.ops[3]`` is the fourth op; ``trace.ops["linear_1:2"]`` the op with that label, and
+    ``trace.ops["output_1"]`` the only pass of a single-pass layer.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if not isinstance(key, str):
+            return tuple.__getitem__(self, key)
+        layers = self[0]._layers if self else {}
+        name, _, number = key.rpartition(":")
+        layer = layers.get(name) if number.isdigit() else layers.get(key)
+        k = int(number) if number.isdigit() else 1
+        if layer is not None and (number.isdigit() or layer.num_passes == 1) and 1 <= k <= layer.num_passes:
+            return layer.ops[k - 1]
+        raise TorchLensValueError(
+            f"{key!r} is not an op label (linear_1:2) or a single-pass layer label of this trace"
+        )
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Trace:
     """One captured forward pass.
@@ -29,7 +52,7 @@ class Trace:
     #: Layers in order of first execution, inputs first and outputs last.
     layers: tuple[Layer, ...]
     #: Every pass of every layer, in capture order.
-    ops: tuple[Op, ...]
+    ops: "Ops"
     #: Module address -> :class:`Module` (the root model is ``self``).
     modules: Mapping[str, Module]
     #: Parameter address -> :class:`Param`.
@@ -48,6 +71,7 @@ class Trace:
     _index: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "ops", Ops(self.ops))
         index = self._index
         index.update((layer.layer_label, layer) for layer in self.layers)
         index.update((op.label, op) for op in self.ops)
