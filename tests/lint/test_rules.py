@@ -1,0 +1,252 @@
+"""Each lint rule on a positive and a negative example (torch-free: runs on every interpreter)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from analysis.lint import LintConfig, lint_source
+
+HEADER = """\
+import functools
+import threading
+import torch
+import torch.nn.functional as F
+from torch import nn
+"""
+
+
+def codes(body: str, select: str = "ALL") -> list[tuple[str, int]]:
+    """``(code, line)`` of every finding in a model file made of HEADER + ``body``."""
+    text = HEADER + textwrap.dedent(body)
+    return [(f.code, f.line - HEADER.count("\n")) for f in lint_source(text, "m.py", LintConfig(select=(select,)))]
+
+
+CASES = {
+    # code: (positive source, expected lines, negative source)
+    "TL101": ("""
+        class M(nn.Module):
+            def forward(self, x):
+                x = x @ self.W
+                x = x @ self.W
+                x = x @ self.W
+                return torch.tanh(x)
+        """, [4], """
+        class M(nn.Module):
+            def forward(self, x):
+                for _ in range(3):
+                    x = x @ self.W
+                x = self.block(x)
+                x = self.block(x)
+                return x
+        """),
+    "TL102": ("""
+        class M(nn.Module):
+            def proj(self, x):
+                return torch.tanh(x)
+
+            def forward(self, x):
+                y = self.proj(x)
+                z = self.proj(y)
+                return z
+        """, [8], """
+        class M(nn.Module):
+            def proj(self, x):
+                return torch.tanh(x)
+
+            def forward(self, x):
+                for _ in range(2):
+                    x = self.proj(x)
+                return x
+        """),
+    "TL103": ("""
+        def tree(x, depth):
+            return x if depth == 0 else tree(torch.tanh(x), depth - 1)
+
+        class M(nn.Module):
+            def forward(self, x):
+                a = tree(x, 3)
+                b = tree(x, 2)
+                return a + b
+        """, [8], """
+        def tree(x, depth):
+            return x if depth == 0 else tree(torch.tanh(x), depth - 1)
+
+        class M(nn.Module):
+            def forward(self, x):
+                return tree(x, 3)
+        """),
+    "TL104": ("""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.W = nn.Parameter(torch.ones(2, 2))
+                self.emb, self.head = nn.Embedding(3, 2), nn.Linear(2, 3)
+                self.head.weight = self.emb.weight
+
+            def forward(self, x):
+                return (x @ self.W) + (x @ self.W.T)
+        """, [7, 10], """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.W = nn.Parameter(torch.ones(2, 2))
+
+            def forward(self, x):
+                for _ in range(2):
+                    x = x @ self.W
+                return x
+        """),
+    "TL105": ("""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                shared = nn.Linear(2, 2)
+                self.left = nn.Sequential(shared)
+                self.right = nn.Sequential(shared)
+        """, [7], """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                first = nn.Linear(2, 2)
+                self.blocks = nn.ModuleList([first, copy.deepcopy(first)])
+        """),
+    "TL201": ("""
+        class M(nn.Module):
+            def forward(self, x):
+                while x.norm() > 1:
+                    x = x / 2
+                return x
+        """, [4], """
+        class M(nn.Module):
+            def forward(self, x, n: int):
+                while n > 0:
+                    x = torch.tanh(x)
+                    n -= 1
+                return x
+        """),
+    "TL202": ("""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.heads = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])
+
+            def forward(self, xs):
+                a = sum(h(xs[0]) for h in self.heads)
+                b = list(map(torch.sin, xs))
+                c = functools.reduce(lambda s, t: s + torch.cos(t), xs)
+                return a, b, c
+        """, [8, 9, 10], """
+        class M(nn.Module):
+            def forward(self, xs, sizes):
+                n = sum(len(s) for s in sizes)
+                names = list(map(str, sizes))
+                return torch.stack(xs), n, names
+        """),
+    "TL301": ("""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("state", torch.zeros(2))
+
+            def forward(self, x):
+                self.state.data = x * 2
+                return x
+        """, [8], """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("state", torch.zeros(2))
+
+            def forward(self, x):
+                self.state.copy_(x * 2)
+                self.state = x * 2
+                return x
+        """),
+    "TL302": ("""
+        class M(nn.Module):
+            def forward(self, x):
+                self.memory = torch.tanh(x)
+                return x
+        """, [4], """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("memory", torch.zeros(2))
+
+            def forward(self, x):
+                self.memory = torch.tanh(x)
+                self.calls = 3
+                return x
+        """),
+    "TL401": ("""
+        class M(nn.Module):
+            def forward(self, x):
+                worker = threading.Thread(target=print)
+                return nn.DataParallel(self.inner)(x)
+        """, [4, 5], """
+        class M(nn.Module):
+            def forward(self, x):
+                return self.inner(x)
+        """),
+    "TL402": ("""
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(2, 2)
+                self.lin.register_forward_hook(lambda m, i, o: o * 2)
+        """, [6], """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(2, 2)
+        """),
+}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_rule_fires_where_it_should(code):
+    positive, lines, _ = CASES[code]
+    assert codes(positive, code) == [(code, line) for line in lines]
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_rule_is_quiet_where_it_should(code):
+    _, _, negative = CASES[code]
+    assert codes(negative, code) == []
+
+
+def test_messages_name_places_and_consequences():
+    text = HEADER + textwrap.dedent(CASES["TL101"][0])
+    (finding,) = lint_source(text, "models/rnn.py", LintConfig(select=("TL101",)))
+    assert str(finding) == (
+        "models/rnn.py:9:13: TL101 `x @ self.W` is written out 3 times (lines 9, 10, 11): 3 layers, "
+        "not one layer with 3 passes; a loop would make them one layer"
+    )
+
+
+def test_informational_rules_are_off_by_default():
+    text = HEADER + textwrap.dedent(CASES["TL102"][0])
+    assert lint_source(text, "m.py") == []
+    assert [f.code for f in lint_source(text, "m.py", LintConfig(select=("TL1",)))] == ["TL102"]
+
+
+def test_noqa_suppresses_the_reported_line_only():
+    body = textwrap.dedent(CASES["TL201"][0]).replace("while x.norm() > 1:", "while x.norm() > 1:  # torchlens: noqa: TL201")
+    assert codes(body, "TL201") == []
+    other = body.replace("noqa: TL201", "noqa: TL101")
+    assert codes(other, "TL201") == [("TL201", 4)]
+    bare = body.replace("noqa: TL201", "noqa")
+    assert codes(bare, "TL201") == []
+
+
+def test_a_file_that_does_not_parse_is_reported():
+    (finding,) = lint_source("def broken(:\n    pass\n", "bad.py")
+    assert (finding.code, finding.line, finding.severity) == ("TL000", 1, "error")
+    assert finding.message.startswith("cannot parse this file")
+
+
+def test_unknown_rule_codes_are_refused():
+    with pytest.raises(ValueError, match="unknown lint rule 'TL999'"):
+        LintConfig(select=("TL999",))
