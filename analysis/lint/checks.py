@@ -36,7 +36,8 @@ def repeated_statements(model: SourceModel) -> Iterator[Hit]:
             shapes = [_shape(model, statement) for statement in block]
             start = 0
             for end in range(1, len(block) + 1):
-                if end < len(block) and shapes[end] is not None and shapes[end] == shapes[start]:
+                if (end < len(block) and shapes[end] is not None and shapes[end] == shapes[start]
+                        and _feeds(block[end - 1], block[end])):
                     continue
                 run = block[start:end]
                 if len(run) > 1:
@@ -45,6 +46,17 @@ def repeated_statements(model: SourceModel) -> Iterator[Hit]:
                     yield expr, (f"`{model.code(expr)}` is written out {n} times (lines {_lines(run)}): {n} layers, "
                                  f"not one layer with {n} passes; a loop would make them one layer")
                 start = end
+
+
+def _feeds(first: ast.stmt, second: ast.stmt) -> bool:
+    """Whether ``second`` reads a name ``first`` assigned: the chain a loop would express."""
+    targets = first.targets if isinstance(first, ast.Assign) else [getattr(first, "target", None)]
+    written = {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+    value = getattr(second, "value", None)
+    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
+    if isinstance(second, ast.AugAssign) and isinstance(second.target, ast.Name):
+        reads.add(second.target.id)
+    return bool(written & reads)
 
 
 def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
@@ -57,7 +69,11 @@ def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
 
 
 def _shape(model: SourceModel, statement: ast.stmt) -> Optional[str]:
-    """The statement with local names blanked, if it computes with torch; else ``None``."""
+    """The statement with local names blanked, if it computes with torch; else ``None``.
+
+    Consecutive statements of one shape where each feeds the next (``x = f(x)`` twice) are
+    what a loop would write once.
+    """
     if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.Expr, ast.Return)):
         return None
     nodes = list(walk(statement))
