@@ -171,10 +171,10 @@ def _calls(model: SourceModel) -> dict[Function, list[Site]]:
 
 
 def _per_model(sites: list[Site]) -> Iterator[list[Site]]:
-    """Call sites grouped by the class of the calling function: one model's sites at a time."""
+    """Call sites grouped by model: a method's class, or a top-level function on its own."""
     groups: dict[object, list[Site]] = defaultdict(list)
     for caller, node in sites:
-        groups[caller.owner].append((caller, node))
+        groups[caller.owner or caller].append((caller, node))
     yield from groups.values()
 
 
