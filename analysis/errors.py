@@ -22,3 +22,11 @@ class TorchLensValueError(TorchLensError, ValueError):
 
 class CaptureThreadError(TorchLensError, RuntimeError):
     """A capture met a second Python thread (``nn.DataParallel``) or another capture."""
+
+
+class SourceUnavailableError(TorchLensError, ValueError):
+    """The prediction needs source it cannot read (a REPL class, ``exec`` code, a C extension)."""
+
+
+class PredictionError(TorchLensError, ValueError):
+    """A prediction was asked of something it cannot predict (not a class, no such class)."""

@@ -6,8 +6,9 @@ operations into layers and passes by where they were written in the code.
 
 from . import errors, options, types
 from .api import trace
+from .predict import predict
 from .errors import TorchLensError
 from .records import CallSite, Layer, Module, Op, Param
 from .trace import Trace
 
-__all__ = ["trace", "Trace", "Layer", "Op", "Module", "Param", "CallSite", "TorchLensError", "errors", "options", "types"]
+__all__ = ["trace", "predict", "Trace", "Layer", "Op", "Module", "Param", "CallSite", "TorchLensError", "errors", "options", "types"]

@@ -22,6 +22,7 @@ def trace(
     *inputs: Any,
     forward_kwargs: Optional[Mapping[str, Any]] = None,
     capture: Optional[CaptureOptions] = None,
+    check_prediction: bool = False,
 ) -> Trace:
     """Run ``model(*inputs, **forward_kwargs)`` once and record every torch op it runs.
 
@@ -29,8 +30,15 @@ def trace(
     output slot); see the spec's grouping rule. The model, torch and Python are left
     exactly as they were, also when the forward raises; the model's own exception
     propagates with a note naming the op, module and place where it happened.
+
+    With ``check_prediction=True`` the model is first predicted (``tl.predict``) and the
+    trace's ``prediction`` is the comparison report (``trace.prediction.ok``).
     """
     options = _validate(model, forward_kwargs, capture)
+    if check_prediction:
+        from .predict import predict
+
+        predicted = predict(model, *inputs, **dict(forward_kwargs or {}))
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save_outputs,
                           options.capture_container_structure)
     layers, ops, modules, buffers = group(raw)
@@ -38,7 +46,7 @@ def trace(
         name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
         for name, p in model.named_parameters()
     }
-    return Trace(
+    result = Trace(
         tuple(layers), tuple(ops), modules, params,
         tuple(layer.layer_label for layer in layers if layer.is_input),
         tuple(layer.layer_label for layer in layers if layer.is_output),
@@ -47,6 +55,9 @@ def trace(
         _rng_state=raw.rng_state,
         containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs or {}),
     )
+    if check_prediction:
+        object.__setattr__(result, "prediction", result.check_prediction(predicted))
+    return result
 
 
 def _validate(model: Any, forward_kwargs: Any, capture: Any) -> CaptureOptions:

@@ -68,6 +68,9 @@ class Trace:
     #: The containers the capture recorded (the model output's always) and the traced model,
     #: for :meth:`reconstruct_output`, :meth:`run`, :meth:`output_at` and :meth:`input_at`.
     containers: Optional[ContainerRecords] = field(default=None, repr=False)
+    #: With ``tl.trace(..., check_prediction=True)``: how the capture compared with
+    #: ``tl.predict`` (a :class:`torchlens.predict.PredictionReport`), else ``None``.
+    prediction: Any = field(default=None, repr=False)
     _index: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -156,6 +159,16 @@ class Trace:
         """The input leaf :class:`Op` (or container view) at ``path``, starting with the argument's
         position or keyword: ``trace.input_at(0, "ids")``. Needs ``capture_container_structure``."""
         return records_of(self.containers).at(MODEL_INPUT, path)
+
+    def check_prediction(self, pred: Any) -> Any:
+        """Compare this trace with ``tl.predict(model)`` by exact call-site key.
+
+        Returns a :class:`torchlens.predict.PredictionReport`: ``ok``, ``unpredicted``,
+        ``unexecuted``, ``mismatched`` and ``coverage``.
+        """
+        from .predict import check_prediction
+
+        return check_prediction(self, pred)
 
     def check(self) -> None:
         """Assert the trace's invariants; raise :class:`TraceInvariantError` when one breaks.

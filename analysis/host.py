@@ -1,0 +1,93 @@
+"""What the prediction needs to know about the library whose calls it predicts.
+
+The interpreter (:mod:`analysis.interpreter`) knows Python; a :class:`Host` knows which
+callables are *ops* and what they return, what a tensor is, and how modules are called.
+``torchlens.predict`` supplies the torch host; the torch-free tests supply one for the
+stand-in recorder (:mod:`capture.standin`). The defaults describe a library with no
+modules, no hooks and no dispatch intrinsics.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from .values import Value
+
+__all__ = ["Host", "CHECK", "DISPATCH", "TRANSFORM", "IDENTITY"]
+
+#: Intrinsic kinds (:meth:`Host.intrinsic`): a ``has_torch_function*`` check, the
+#: ``handle_torch_function`` dispatcher, a transform boundary recorded as one op, and a
+#: decorator that returns the function it is given (``torch._dynamo.disable``).
+CHECK, DISPATCH, TRANSFORM, IDENTITY = "check", "dispatch", "transform", "identity"
+
+
+class Host:
+    """The library being predicted. Subclass and override what applies."""
+
+    #: Instances of this type are tensors (live parameters and buffers become ``Tensor``).
+    tensor_type: type = type(None)
+
+    def op_name(self, fn: Any) -> Optional[str]:
+        """The op name if calling ``fn`` records an op (``torch.tanh`` -> ``tanh``), else ``None``."""
+        return None
+
+    def op_result(self, name: str, fn: Any, args: Sequence[Value], make_tensor: Callable[[], Value],
+                  make_tuple: Callable[[Optional[int]], Value]) -> Optional[Value]:
+        """What an op returns: ``make_tensor()``, ``make_tuple(n)``, a value, or ``None`` when
+        it returns no tensor (then no op is recorded: a query such as ``size``)."""
+        return make_tensor()
+
+    def dispatch_op(self, fn: Any) -> Optional[str]:
+        """The op ``handle_torch_function(fn, ...)`` records, or ``None`` when the dispatcher
+        re-enters ``fn`` as Python (torch's own functions such as ``F.softmax``)."""
+        return self.op_name(fn)
+
+    def intrinsic(self, fn: Any) -> Optional[str]:
+        """:data:`CHECK`, :data:`DISPATCH`, :data:`TRANSFORM`, :data:`IDENTITY` or ``None``."""
+        return None
+
+    def constant_call(self, fn: Any) -> bool:
+        """Whether ``fn`` may be called for real on concrete arguments (pure, tensor-free)."""
+        return False
+
+    def tensor_attribute(self, name: str) -> tuple[str, Any]:
+        """``("op", name)`` for an op property (``.T``), ``("member", obj)`` for a method or
+        dunder of the tensor type, ``("query", None)`` for metadata (``.shape``)."""
+        member = getattr(self.tensor_type, name, None)
+        return ("member", member) if member is not None else ("query", None)
+
+    def is_module(self, obj: Any) -> bool:
+        """Whether calling ``obj`` is a module call (a new scope)."""
+        return False
+
+    def is_module_class(self, cls: Any) -> bool:
+        """Whether instances of ``cls`` are modules (prediction from a class)."""
+        return False
+
+    def module_address(self, obj: Any) -> Optional[str]:
+        """A live module's address in the model (``self`` for the root)."""
+        return None
+
+    def module_forward(self, obj: Any) -> Any:
+        """The callable a module call runs (its bound ``forward``)."""
+        raise NotImplementedError
+
+    def module_hooks(self, obj: Any) -> tuple[list, list]:
+        """A live module's forward pre-hooks and forward hooks, in call order."""
+        return [], []
+
+    def boundary_op(self, obj: Any) -> Optional[str]:
+        """The op name of a module recorded as one boundary op (TorchScript), else ``None``."""
+        return None
+
+    def container_items(self, cls: Any, args: Sequence[Value]) -> Optional[dict[str, Value]]:
+        """Items of a container module built from ``args`` (``ModuleList([...])``), or ``None``."""
+        return None
+
+    def emulate(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+        """The result of a library function the prediction models instead of reading, or ``None``."""
+        return None
+
+    def skip_function(self, fn: Any) -> bool:
+        """Whether a Python function is plumbing the prediction need not read (returns ``None``)."""
+        return False

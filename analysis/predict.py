@@ -1,0 +1,123 @@
+"""Entry points of the static prediction: from a function, a live module, a class or a file.
+
+* :func:`predict_function` (torch-free): the keys a plain callable's ops will have when run
+  as a module's ``forward`` (the stand-in recorder's ``run``).
+* :func:`predict_module`: a live instance; submodules, container lengths, configs and shared
+  instances are read from it.
+* :func:`predict_class`: a class alone; ``__init__`` is read to learn the submodules.
+* :func:`predict_source`: a class named in a ``.py`` file (the file is imported to read it).
+
+Inputs: a value given for a parameter is used as is (a tensor stands for "a tensor"; other
+values are constants); parameters without a value are tensors if they have no default and
+take their default otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .errors import PredictionError, SourceUnavailableError
+from .host import Host
+from .interpreter import Boundary, Budget, Interpreter
+from .prediction import Prediction, build_prediction
+from .values import Instance, Tensor, Value
+
+__all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "abstract_inputs"]
+
+
+def predict_function(fn: Callable, *args: Any, host: Host, **kwargs: Any) -> Prediction:
+    """Predict the ops ``fn(*args, **kwargs)`` records, its frame being the chain's start."""
+    run = Interpreter(host)
+    values = [run.wrap(a) for a in args]
+    return _run(run, getattr(fn, "__qualname__", repr(fn)),
+                lambda: run.call(run.wrap(fn), values, {k: run.wrap(v) for k, v in kwargs.items()}))
+
+
+def predict_module(module: Any, *args: Any, host: Host, **kwargs: Any) -> Prediction:
+    """Predict a live module's forward pass (``module(*args, **kwargs)``)."""
+    run = Interpreter(host)
+    forward = host.module_forward(module)
+    values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=False)
+    return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False)
+
+
+def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), **kwargs: Any) -> Prediction:
+    """Predict a module class's forward pass from its source alone (``__init__`` builds it)."""
+    if not isinstance(cls, type) or not host.is_module_class(cls):
+        raise PredictionError(f"predict_class needs a module class, got {cls!r}")
+    run = Interpreter(host)
+    instance = run.construct(cls, [run.wrap(a) for a in init_args], {})
+    if not isinstance(instance, Instance):
+        raise PredictionError(f"could not read how {cls.__qualname__} is built")
+    instance.address = "self"
+    run.name_children(instance)
+    forward = run.lookup_class_attr(cls, "forward")
+    values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=True)
+    return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False)
+
+
+def predict_source(path: str, class_name: str, *args: Any, host: Optional[Host] = None,
+                   **kwargs: Any) -> Prediction:
+    """Predict class ``class_name`` of the file at ``path`` (imported to resolve its names).
+
+    ``host`` defaults to torch's (:class:`torchlens.predict.TorchHost`, imported lazily so
+    this module stays torch-free).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise SourceUnavailableError(f"no file {path!r}: pass the path of a .py file")
+    name = f"_torchlens_predict_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise SourceUnavailableError(f"cannot import {path!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        raise PredictionError(f"{path} defines no class {class_name!r}")
+    if host is None:
+        host = importlib.import_module("torchlens.predict").TorchHost(None)
+    return predict_class(cls, *args, host=host, **kwargs)
+
+
+def abstract_inputs(run: Interpreter, forward: Any, args: tuple, kwargs: dict,
+                    skip_self: bool) -> tuple[list[Value], dict[str, Value]]:
+    """Values for ``forward``'s parameters: given ones as they are, else tensors or defaults."""
+    values: list[Value] = [run.wrap(a) for a in args]
+    kw = {k: run.wrap(v) for k, v in kwargs.items()}
+    try:
+        params = list(inspect.signature(forward).parameters.values())
+    except (TypeError, ValueError):
+        return values, kw
+    if skip_self and params:
+        params = params[1:]
+    for k, param in enumerate(params):
+        if k < len(args) or param.name in kw or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if param.default is inspect.Parameter.empty:
+            if param.kind == param.POSITIONAL_OR_KEYWORD and k == len(values):
+                values.append(Tensor())
+            else:
+                kw[param.name] = Tensor()
+    return values, kw
+
+
+def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True) -> Prediction:
+    notes: list[str] = []
+    if boundary:
+        run.stack.append(Boundary("self"))
+    try:
+        start()
+    except Budget as stop:
+        notes.append(f"prediction incomplete: {stop}")
+    except RecursionError:
+        notes.append("prediction incomplete: the program nests deeper than Python's recursion limit")
+    finally:
+        run.stack.clear()
+    return build_prediction(target, run.events, run.gaps, notes)
+

@@ -1,0 +1,158 @@
+"""The :class:`Prediction`: predicted layers, labels and passes, grouped as the capture groups.
+
+Events from the abstract run are grouped by the spec's key (scope, call site, operation,
+output slot), exactly as :mod:`torchlens.grouping` groups recorded ops; labels come from
+the same rule (``{func}_{n}``, n-th layer of that name in order of first execution).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from .errors import TorchLensValueError
+from .events import Event, Gap, Link
+from .passes import Count
+
+__all__ = ["PredictedLayer", "Prediction", "build_prediction", "LayerKey"]
+
+#: ``(scope, chain, op name, output slot)``: the grouping key; ``chain`` ``None`` = unknown.
+LayerKey = tuple
+
+
+@dataclass(eq=False)
+class PredictedLayer:
+    """One predicted layer: an op written at one place, with its predicted passes."""
+
+    #: ``{func}_{n}`` in predicted order of first execution.
+    layer_label: str
+    #: Op name (``linear``, ``add``, ``radd``).
+    func_name: str
+    #: Scope: module address (``self`` for the root).
+    module: str
+    #: Places outermost first (and hook marks); ``None`` when a place is unknown.
+    call_site: Optional[tuple[Link, ...]]
+    #: Which output of a multi-output op.
+    slot: int
+    #: How many passes (exact, a range or symbolic).
+    count: Count
+    #: Why the place is unknown, or the output count.
+    note: str = ""
+
+    @property
+    def num_passes(self) -> Optional[int]:
+        """The number of passes where it is statically known, else ``None`` (see ``passes_note``)."""
+        return self.count.exact
+
+    @property
+    def passes_note(self) -> str:
+        """Why ``num_passes`` is not known (empty when it is)."""
+        return self.count.note
+
+    @property
+    def optional(self) -> bool:
+        """Whether the prediction allows this layer not to run at all (an undecided branch)."""
+        return self.count.lo == 0
+
+    @property
+    def key(self) -> LayerKey:
+        return (self.module, self.call_site, self.func_name, self.slot)
+
+    def where(self) -> str:
+        """The innermost place as ``file:line``."""
+        places = [p for p in self.call_site or () if hasattr(p, "code")]
+        if not places:
+            return "?" if self.call_site is None else ""
+        place = places[-1]
+        return f"{os.path.basename(place.code.filename)}:{place.line}"  # type: ignore[union-attr]
+
+
+@dataclass(eq=False)
+class Prediction:
+    """What a model will record, predicted from its source and bytecode before it runs.
+
+    ``pred["tanh_1"]`` is a :class:`PredictedLayer`; iterating gives layers in predicted
+    order; ``print(pred)`` shows a table.
+    """
+
+    #: What was predicted (class name).
+    target: str
+    #: Layers in predicted order of first execution.
+    layers: tuple[PredictedLayer, ...]
+    #: Places where the prediction stopped following the program, and why.
+    gaps: tuple[Gap, ...] = ()
+    #: Anything else worth knowing (a step budget ran out).
+    notes: tuple[str, ...] = ()
+    _by_label: dict[str, PredictedLayer] = field(default_factory=dict, repr=False)
+    _by_key: dict[LayerKey, PredictedLayer] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_label.update((layer.layer_label, layer) for layer in self.layers)
+        self._by_key.update((layer.key, layer) for layer in self.layers if layer.call_site is not None)
+
+    def __getitem__(self, label: str) -> PredictedLayer:
+        try:
+            return self._by_label[label]
+        except (KeyError, TypeError):
+            raise TorchLensValueError(
+                f"{label!r} is not a predicted layer label; labels look like tanh_1 "
+                f"(this prediction has {len(self.layers)} layers: {', '.join(list(self._by_label)[:6])} ...)"
+            ) from None
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._by_label
+
+    def __iter__(self) -> Iterator[PredictedLayer]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def find(self, key: LayerKey) -> Optional[PredictedLayer]:
+        """The predicted layer with this grouping key, if any."""
+        return self._by_key.get(key)
+
+    def __repr__(self) -> str:
+        return f"<Prediction of {self.target}: {len(self.layers)} layers, {len(self.gaps)} gaps>"
+
+    def __str__(self) -> str:
+        rows = [[layer.layer_label, layer.func_name, str(layer.count), layer.module, layer.where()]
+                for layer in self.layers]
+        lines = [repr(self), "", _table(["layer", "func", "passes", "module", "written at"], rows)]
+        notes = sorted({layer.passes_note for layer in self.layers if layer.passes_note})
+        if notes:
+            lines += ["", "passes not static:", *(f"  {n}" for n in notes)]
+        if self.gaps:
+            lines += ["", "not followed:", *(f"  {g.scope}: {g.why}" for g in dict.fromkeys(self.gaps))]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: list[str]) -> Prediction:
+    """Group events into layers by key; label them in order of first execution."""
+    layers: dict[tuple, PredictedLayer] = {}
+    per_name: dict[str, int] = {}
+    for event in events:
+        note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
+        for slot in range(event.slots or 1):
+            key = (event.scope, event.chain if event.chain is not None else ("?", event.why), event.name, slot)
+            layer = layers.get(key)
+            if layer is None:
+                per_name[event.name] = per_name.get(event.name, 0) + 1
+                layer = layers[key] = PredictedLayer(
+                    f"{event.name}_{per_name[event.name]}", event.name, event.scope, event.chain, slot,
+                    event.count, event.why or note)
+            else:
+                layer.count = layer.count + event.count
+    return Prediction(target, tuple(layers.values()), tuple(dict.fromkeys(gaps)), tuple(notes))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell, a dashed rule under the header."""
+    columns = list(zip(header, *rows))
+    widths = [max(map(len, column)) for column in columns]
+    out = []
+    for cells in [header, ["-" * w for w in widths], *rows]:
+        out.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip())
+    return "\n".join(out)

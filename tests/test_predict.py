@@ -1,0 +1,215 @@
+"""``tl.predict`` against ``tl.trace``: the static prediction equals the capture.
+
+Every Cases-table model (``tests/test_cases.py``): the predicted compute layers have the
+runtime labels, func names and, wherever the prediction says the count is static, the
+runtime pass counts; the check report is empty (only layers the prediction itself marks
+optional, on a branch it could not decide, may stay unexecuted). Real code (torch's
+attention, encoder layer and LSTM; tiny GPT-2 and BERT when ``transformers`` is installed)
+must reach 95% coverage with every miss listed with a reason.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+import pytest
+import torch
+from torch import nn
+
+import torchlens as tl
+from analysis.errors import PredictionError, SourceUnavailableError
+from analysis.predict import predict_source
+from models import cases as C
+from test_cases import ALL, build, compute_layers
+
+#: Cases whose code the prediction cannot read, and the reason every miss must give.
+NO_SOURCE = {"exec-function-loop": "no source for '<string>'"}
+
+
+def predicted_summary(pred) -> list[tuple[str, str, object]]:
+    return [(p.layer_label, p.func_name, p.num_passes) for p in pred if not p.optional]
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_prediction_equals_capture(name: str):
+    case = ALL[name]
+    model, inputs = build(case)
+    pred = tl.predict(model, *inputs)
+    trace = tl.trace(model, *inputs)
+    report = trace.check_prediction(pred)
+    if name in NO_SOURCE:
+        assert report.unpredicted and all(NO_SOURCE[name] in miss.reason for miss in report.unpredicted)
+        return
+    assert report.ok, str(report)
+    assert not report.unpredicted and not report.mismatched, str(report)
+    assert all(why.startswith("optional") for _, why in report.unexecuted), str(report)
+    assert report.coverage == 1.0
+    runtime = {(layer.layer_label, layer.func_name): layer.num_passes for layer in compute_layers(trace)}
+    for label, func, passes in predicted_summary(pred):
+        assert (label, func) in runtime, (label, func, str(pred))
+        if passes is not None:
+            assert runtime[(label, func)] == passes, (label, str(pred))
+
+
+@pytest.mark.parametrize("name", [n for n, c in ALL.items() if c.layers is not None and n not in NO_SOURCE])
+def test_prediction_matches_the_spec_table(name: str):
+    """Where the table's pass counts are static, the prediction states them exactly."""
+    case = ALL[name]
+    model, inputs = build(case)
+    pred = tl.predict(model, *inputs)
+    exact = [(p.layer_label, p.num_passes) for p in pred]
+    if all(passes is not None for _, passes in exact):
+        assert exact == case.layers, str(pred)
+    else:
+        assert [label for label, _ in exact] == [label for label, _ in case.layers], str(pred)
+
+
+def test_while_condition_passes_are_symbolic():
+    pred = tl.predict(C.WhileTensorCondition(), torch.zeros(2, 2))
+    assert [(p.layer_label, str(p.count)) for p in pred] == [("sum_1", "N+1"), ("lt_1", "N+1"), ("add_1", "N")]
+    assert pred["sum_1"].num_passes is None and "while" in pred["sum_1"].passes_note
+    assert tl.predict(C.LoopTanhMul())["tanh_1"].num_passes == 3
+    assert pred["add_1"].count.admits(3) and not pred["sum_1"].count.admits(0)
+
+
+def test_prediction_table_and_lookup():
+    pred = tl.predict(C.ResidualBlockLoop())
+    text = str(pred)
+    assert "linear_1" in text and "block.f1" in text and "cases.py" in text
+    assert pred["add_2"].module == "block" and pred["add_2"].num_passes == 3
+    with pytest.raises(tl.TorchLensError):
+        pred["nope_1"]
+
+
+def test_check_prediction_keyword_gives_the_report():
+    model, x = C.BlockLoop(), torch.randn(2, 4)
+    trace = tl.trace(model, x, check_prediction=True)
+    assert trace.prediction.ok and trace.prediction.coverage == 1.0
+    assert tl.trace(model, x).prediction is None
+
+
+def test_report_lists_a_layer_the_prediction_did_not_see():
+    """A hook added after predicting runs ops the prediction never saw: reported, not hidden."""
+    model, x = C.LoopTanh(), torch.randn(2, 4)
+    pred = tl.predict(model)
+    handle = model.register_forward_hook(C.tanh_hook)
+    try:
+        report = tl.trace(model, x).check_prediction(pred)
+    finally:
+        handle.remove()
+    assert not report.ok and [m.func_name for m in report.unpredicted] == ["tanh"]
+    assert report.coverage == pytest.approx(3 / 4)
+
+
+def test_unexecuted_branch_is_reported():
+    class Branchy(nn.Module):
+        def forward(self, x, flag):
+            if flag:
+                x = torch.relu(x)
+            return torch.tanh(x)
+
+    pred = tl.predict(Branchy(), torch.randn(2), True)
+    report = tl.trace(Branchy(), torch.randn(2), False).check_prediction(pred)
+    assert [label for label, _ in report.unexecuted] == ["relu_1"]
+    assert not report.ok  # the prediction said relu runs for these inputs
+
+
+def test_prediction_from_class_equals_instance():
+    for model in (C.ResidualBlockList(), C.SharedByTwoParents(), C.SumOverHeads(), C.IdenticalModuleList()):
+        by_class = [(p.layer_label, p.module, str(p.count)) for p in tl.predict(type(model))]
+        assert by_class == [(p.layer_label, p.module, str(p.count)) for p in tl.predict(model)]
+
+
+def test_predict_source_reads_a_file():
+    pred = predict_source(C.__file__, "Looped")
+    assert [(p.layer_label, p.num_passes) for p in pred] == [("tanh_1", 2), ("mul_1", 2)]
+    with pytest.raises(SourceUnavailableError):
+        predict_source("/no/such/file.py", "X")
+    with pytest.raises(PredictionError):
+        predict_source(C.__file__, "NoSuchClass")
+
+
+def test_bad_argument_is_a_typed_error():
+    with pytest.raises(tl.errors.TorchLensTypeError):
+        tl.predict(42)
+
+
+def test_code_without_source_is_marked_not_crashed():
+    """A forward built by exec without linecache: its ops are unpredicted, with the reason."""
+    namespace: dict = {"torch": torch, "nn": nn}
+    exec("class Hidden(nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n", namespace)
+    model = namespace["Hidden"]()
+    assert "<string>" not in linecache.cache
+    pred = tl.predict(model)
+    assert len(pred) == 0 and any("no source" in gap.why for gap in pred.gaps)
+    report = tl.trace(model, torch.randn(2)).check_prediction(pred)
+    assert [m.func_name for m in report.unpredicted] == ["tanh"] and "no source" in report.unpredicted[0].reason
+
+
+# --- real code --------------------------------------------------------------------------------
+
+
+def real_models():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8)
+    yield "MultiheadAttention", nn.MultiheadAttention(8, 2, batch_first=True).eval(), (x, x, x)
+    yield "TransformerEncoderLayer", nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval(), (x,)
+    yield "LSTM", nn.LSTM(3, 5, num_layers=2, batch_first=True), (torch.randn(2, 4, 3),)
+
+
+def transformers_models():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (1, 5))
+    gpt2 = transformers.GPT2Model(transformers.GPT2Config(
+        n_layer=2, n_embd=16, n_head=2, vocab_size=50, n_positions=16, bos_token_id=0, eos_token_id=0))
+    bert = transformers.BertModel(transformers.BertConfig(
+        num_hidden_layers=2, hidden_size=16, num_attention_heads=2, intermediate_size=32, vocab_size=50))
+    return [("GPT2", gpt2.eval(), (ids,)), ("BERT", bert.eval(), (ids,))]
+
+
+def check_real(model, inputs):
+    pred = tl.predict(model, *inputs)
+    report = tl.trace(model, *inputs).check_prediction(pred)
+    assert report.coverage >= 0.95, str(report)
+    assert all(miss.reason for miss in report.unpredicted), str(report)
+    listed = str(report)
+    assert all(miss.layer_label in listed for miss in report.unpredicted)
+    assert not report.mismatched, str(report)
+    return report
+
+
+@pytest.mark.parametrize("name", ["MultiheadAttention", "TransformerEncoderLayer", "LSTM"])
+def test_real_torch_modules(name: str):
+    model, inputs = next((m, i) for n, m, i in real_models() if n == name)
+    check_real(model, inputs)
+
+
+@pytest.mark.parametrize("name", ["GPT2", "BERT"])
+def test_tiny_transformers(name: str):
+    model, inputs = next((m, i) for n, m, i in transformers_models() if n == name)
+    check_real(model, inputs)
+
+
+class OperatorZoo(nn.Module):
+    """Every operator: the capture names some differently from their dunder (``/`` is ``div``)."""
+
+    def forward(self, x):
+        y = x + 1; y = x - 1; y = x * 2; y = x / 2; y = x // 2; y = x % 2; y = x ** 2; y = x @ x.T  # noqa: E702
+        y = -x; y = +x; y = ~(x > 0); y = (x > 0) & (x > 0); y = (x > 0) | (x > 0)  # noqa: E702
+        y = 1 + x; y = 1 - x; y = 2 * x; y = 2 / x; y = 2 ** x; y = 2 // x; y = 2 % x  # noqa: E702
+        y = x < 1; y = x <= 1; y = x >= 1; y = x == 1; y = x != 1; y = abs(x)  # noqa: E702
+        z = x.clone()
+        z += 1
+        z -= 1
+        z *= 2
+        z /= 2
+        z[0] = 1
+        return y + z
+
+
+def test_operator_names_match_the_capture():
+    model, x = OperatorZoo(), torch.randn(3, 3)
+    report = tl.trace(model, x).check_prediction(tl.predict(model, x))
+    assert report.ok and report.coverage == 1.0 and not report.unexecuted, str(report)

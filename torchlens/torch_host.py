@@ -1,0 +1,267 @@
+"""The torch :class:`~analysis.host.Host`: what an op is to the prediction, as the capture sees it.
+
+It mirrors :mod:`capture.funcs` and :mod:`capture.session`: a torch callable written in C
+(``torch.tanh``, ``Tensor.view``, ``F.linear``, ``_VF.lstm``) is an op named as the capture
+names it, and records only when it returns tensors; torch's own Python is read like any
+other Python (its frames are part of the chain), with ``has_torch_function*`` and
+``handle_torch_function`` behaving as they do under the capture's mode; modules are called
+with their hooks, in their own scope, at their address in the model.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch import nn
+
+from analysis.host import CHECK, DISPATCH, IDENTITY, TRANSFORM, Host
+from analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, Value
+from capture.funcs import OP, classify, op_name
+
+__all__ = ["TorchHost"]
+
+#: Tensor-returning ops whose name says they return something else: no op is recorded.
+_NOT_TENSOR = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "item", "tolist", "is_contiguous", "is_floating_point",
+    "is_complex", "is_signed", "element_size", "stride", "storage_offset", "data_ptr", "get_device",
+    "untyped_storage", "storage", "is_tensor", "is_storage", "len", "bool", "int", "float", "index", "hash",
+    "repr", "format", "contains", "equal", "is_nonzero", "allclose", "is_same_size", "has_names", "is_inference",
+    "is_grad_enabled", "get_default_dtype", "is_autocast_enabled", "is_inference_mode_enabled", "finfo", "iinfo",
+    "are_deterministic_algorithms_enabled", "result_type", "promote_types", "can_cast", "is_set_to", "dim_order",
+    "iter", "reversed", "is_shared", "is_pinned", "type",
+    "is_coalesced", "dense_dim", "sparse_dim", "is_meta", "is_cuda", "is_cpu", "get_autocast_dtype",
+})
+#: Multi-output ops with a fixed number of outputs.
+_FIXED_OUTPUTS = {"sort": 2, "topk": 2, "kthvalue": 2, "mode": 2, "var_mean": 2, "std_mean": 2, "aminmax": 2,
+                  "frexp": 2, "slogdet": 2, "qr": 2, "lstm": 3, "gru": 2, "rnn_tanh": 2, "rnn_relu": 2,
+                  "svd": 3, "lstm_cell": 2, "_native_multi_head_attention": 2, "native_layer_norm": 3,
+                  "max_pool2d_with_indices": 2, "geqrf": 2, "histogram": 2, "cummax": 2, "cummin": 2}
+#: Ops with an output per dimension argument (max/min/median with a dim give values and indices).
+_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
+#: Ops with a data-dependent number of outputs: learned from how many arguments/targets.
+_SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes", "unsafe_split",
+                     "hsplit", "vsplit", "dsplit", "unsafe_chunk", "meshgrid", "broadcast_tensors"})
+#: Reflected operators torch implements in C; the capture names them like this.
+_REFLECTED = {"__radd__": "radd", "__rmul__": "rmul", "__rand__": "rand", "__ror__": "ror", "__rxor__": "rxor"}
+_VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+#: torch._C submodules whose functions are ops (``F.linear`` is ``torch._C._nn.linear``).
+_OP_NAMESPACES = frozenset({"torch._C._nn", "torch._C._linalg", "torch._C._special", "torch._C._fft",
+                            "torch._C._nested", "torch._C._sparse", "torch._C._VariableFunctions"})
+_TENSOR_VALUED = frozenset({"data", "grad"})
+_C_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
+            types.WrapperDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType)
+
+
+#: Operator dunders whose op name the capture reports under another name (``x / 2`` is ``div``).
+_PROBED = ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__", "__matmul__",
+           "__neg__", "__pos__", "__abs__", "__invert__", "__and__", "__or__", "__xor__", "__lshift__",
+           "__rshift__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__iadd__", "__isub__",
+           "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
+           "__ilshift__", "__irshift__", "__imatmul__", "__getitem__", "__setitem__")
+
+
+@functools.lru_cache(maxsize=None)
+def _dunder_names() -> dict[str, str]:
+    """What the capture's mode is handed for each operator dunder, probed once on a 1x1 tensor."""
+    seen: list[Any] = []
+
+    class Probe(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    names: dict[str, str] = {}
+    for dunder in _PROBED:
+        bitwise = dunder.strip("_").lstrip("i") in ("and", "or", "xor", "invert", "lshift", "rshift")
+        operand = torch.ones(1, 1, dtype=torch.int64 if bitwise else torch.float32)
+        other: Any = operand.clone() if dunder not in ("__getitem__", "__setitem__") else 0
+        args = (other, 1) if dunder == "__setitem__" else (() if dunder in ("__neg__", "__pos__", "__abs__",
+                                                                               "__invert__") else (other,))
+        seen.clear()
+        try:
+            with Probe():
+                getattr(operand, dunder)(*args)
+        except (RuntimeError, TypeError, AttributeError):
+            continue
+        if seen:  # keyed by the callable's own name: Tensor.__itruediv__ is named __idiv__
+            names[getattr(getattr(torch.Tensor, dunder), "__name__", dunder)] = classify(seen[0]).name
+    return names
+
+
+def _transforms() -> dict[Any, str]:
+    """torch.func transforms the capture records as one boundary op each."""
+    import importlib
+
+    out: dict[Any, str] = {}
+    for module_name, attr, name in (("torch._functorch.apis", "vmap_impl", "vmap"),
+                                    ("torch._functorch.eager_transforms", "grad_impl", "grad"),
+                                    ("torch._functorch.eager_transforms", "grad_and_value_impl", "grad_and_value")):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, attr):
+            out[getattr(module, attr)] = name
+    return out
+
+
+class TorchHost(Host):
+    """Torch as the prediction sees it; ``model`` (a live root module, or ``None``) gives addresses."""
+
+    tensor_type = torch.Tensor
+
+    def __init__(self, model: Optional[nn.Module]) -> None:
+        self.addresses = {id(m): name or "self" for name, m in model.named_modules()} if model is not None else {}
+        self._keep = model
+        self._checks = {getattr(torch._C, n) for n in ("_has_torch_function", "_has_torch_function_unary",
+                                                       "_has_torch_function_variadic")}
+        self._transforms = _transforms()
+        self._names: dict[int, tuple[Any, Optional[str]]] = {}
+        self._dunders = _dunder_names()
+
+    # -- ops ---------------------------------------------------------------------------------
+
+    def op_name(self, fn: Any) -> Optional[str]:
+        if fn in self._transforms:
+            return self._transforms[fn]
+        entry = self._names.get(id(fn))
+        if entry is None or entry[0] is not fn:
+            entry = self._names[id(fn)] = (fn, self._classify(fn))
+        return entry[1]
+
+    def _classify(self, fn: Any) -> Optional[str]:
+        if not isinstance(fn, _C_TYPES) and not isinstance(fn, torch._ops.OpOverloadPacket):
+            return None
+        raw = getattr(fn, "__name__", "")
+        module = getattr(fn, "__module__", None) or ""
+        owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
+        tensor_method = isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)
+        if not (module.startswith("torch") or tensor_method or isinstance(fn, torch._ops.OpOverloadPacket)):
+            return None
+        if module.startswith("torch._C._") and module not in _OP_NAMESPACES:
+            return None  # torch's private bindings (dynamo's eval frame, autograd state)
+        if raw.startswith("_") and not raw.startswith("__") and module == "torch._C":
+            return None  # private helpers (_get_tracing_state, _log_api_usage_once)
+        if fn in self._checks:
+            return None
+        return _REFLECTED.get(raw) or (self._dunders.get(raw) if tensor_method else None) or op_name(raw)
+
+    def op_result(self, name: str, fn: Any, args: Sequence[Value], make_tensor: Callable[[], Value],
+                  make_tuple: Callable[[Optional[int]], Value]) -> Optional[Value]:
+        if name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_"):
+            return None
+        if name in _FIXED_OUTPUTS:
+            return make_tuple(_FIXED_OUTPUTS[name])
+        if name in _WITH_DIM:
+            return make_tuple(2) if len(args) > 1 and not _is_tensor_value(args[1]) else make_tensor()
+        if name in _SPLITS:
+            return make_tuple(_split_count(name, args))
+        return make_tensor()
+
+    def dispatch_op(self, fn: Any) -> Optional[str]:
+        """As the capture's mode classifies what ``handle_torch_function`` hands it."""
+        info = classify(fn)
+        return info.name if info.kind == OP else None
+
+    def intrinsic(self, fn: Any) -> Optional[str]:
+        if fn in self._checks:
+            return CHECK
+        if fn is torch.overrides.handle_torch_function:
+            return DISPATCH
+        if fn in self._transforms:
+            return TRANSFORM
+        if getattr(fn, "__module__", None) == "torch._dynamo.decorators" and getattr(fn, "__name__", "") == "disable":
+            return IDENTITY
+        return None
+
+    def constant_call(self, fn: Any) -> bool:
+        """torch's pure queries (``is_grad_enabled``, ``_get_tracing_state``, ``finfo``) run for real."""
+        if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state):
+            return True
+        name = getattr(fn, "__name__", "")
+        return isinstance(fn, _C_TYPES) and (getattr(fn, "__module__", "") or "").startswith("torch") and (
+            name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_") or name.startswith("get_"))
+
+    def tensor_attribute(self, name: str) -> tuple[str, Any]:
+        if name in _VIEW_PROPERTIES:
+            return "op", name
+        if name in _TENSOR_VALUED:
+            return "tensor", None
+        try:
+            static = inspect.getattr_static(torch.Tensor, name)
+        except AttributeError:
+            return "query", None
+        if isinstance(static, (property, types.GetSetDescriptorType, types.MemberDescriptorType)):
+            return "query", None
+        return "member", getattr(torch.Tensor, name)
+
+    # -- modules -----------------------------------------------------------------------------
+
+    def is_module(self, obj: Any) -> bool:
+        return isinstance(obj, nn.Module)
+
+    def is_module_class(self, cls: Any) -> bool:
+        return isinstance(cls, type) and issubclass(cls, nn.Module)
+
+    def module_address(self, obj: Any) -> Optional[str]:
+        return self.addresses.get(id(obj))
+
+    def module_forward(self, obj: Any) -> Any:
+        return obj.forward
+
+    def module_hooks(self, obj: Any) -> tuple[list, list]:
+        return list(obj._forward_pre_hooks.values()), list(obj._forward_hooks.values())
+
+    def boundary_op(self, obj: Any) -> Optional[str]:
+        return "torchscript" if isinstance(obj, torch.jit.ScriptModule) else None
+
+    def container_items(self, cls: Any, args: Sequence[Value]) -> Optional[dict[str, Value]]:
+        if not issubclass(cls, (nn.ModuleList, nn.Sequential, nn.ModuleDict, nn.ParameterList)):
+            return None
+        source = args[0] if len(args) == 1 else Seq(list(args))
+        if isinstance(source, Dict):
+            return {str(k): v for k, v in source.items.items()}
+        if isinstance(source, Known) and isinstance(source.obj, (list, tuple)):
+            source = Seq([Known(v) for v in source.obj])
+        if isinstance(source, Seq):
+            return {str(k): v for k, v in enumerate(source.items)}
+        return {} if not args else None
+
+    def emulate(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+        """Buffers and parameters registered in ``__init__`` (prediction from a class);
+        TorchScript compilation, whose result is opaque (its module is one boundary op)."""
+        if (fn.__module__ or "").startswith("torch.jit"):
+            return Opaque(f"{fn.__qualname__}: TorchScript is not read")
+        if fn.__name__ in ("register_buffer", "register_parameter") and len(args) >= 2 \
+                and isinstance(args[0], Instance) and isinstance(args[1], Known):
+            args[0].attrs[args[1].obj] = Tensor()
+            return Known(None)
+        return None
+
+    def skip_function(self, fn: Any) -> bool:
+        """Construction-time plumbing not worth reading (``Module.__init__``, initialisers)."""
+        return fn is nn.Module.__init__ or fn.__module__ == "torch.nn.init" or fn.__name__ in (
+            "reset_parameters", "_reset_parameters")
+
+
+def _is_tensor_value(value: Value) -> bool:
+    return isinstance(value, Tensor)
+
+
+def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
+    """Outputs of ``chunk(x, 3)`` or ``split(x, [2, 2])``; ``None`` when not static."""
+    size = args[1] if len(args) > 1 else None
+    if name in ("chunk", "unsafe_chunk", "tensor_split") and isinstance(size, Known) and isinstance(size.obj, int):
+        return size.obj
+    if name in ("split", "split_with_sizes", "unsafe_split") and isinstance(size, (Known, Seq)):
+        items = size.items if isinstance(size, Seq) else size.obj
+        if isinstance(items, (list, tuple)):
+            return len(items)
+    if name in ("meshgrid", "broadcast_tensors"):
+        return len(args) if all(not isinstance(a, Seq) for a in args) else None
+    return None
+
