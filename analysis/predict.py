@@ -26,7 +26,8 @@ from .interpreter import Boundary, Budget, Interpreter
 from .prediction import Prediction, build_prediction
 from .values import Instance, Tensor, Value
 
-__all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "abstract_inputs"]
+__all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "predict_target",
+           "abstract_inputs"]
 
 
 def predict_function(fn: Callable, *args: Any, host: Host, **kwargs: Any) -> Prediction:
@@ -83,6 +84,24 @@ def predict_source(path: str, class_name: str, *args: Any, host: Optional[Host] 
     if host is None:
         host = importlib.import_module("torchlens.predict").TorchHost(None)
     return predict_class(cls, *args, host=host, **kwargs)
+
+
+def predict_target(target: str) -> Prediction:
+    """Predict ``FILE:CLASS`` (``models/rnn.py:Seq2Seq``) or ``MODULE:CLASS`` (``pkg.models:Seq2Seq``)."""
+    where, sep, class_name = target.rpartition(":")
+    if not sep or not where or not class_name:
+        raise PredictionError(f"{target!r}: name a file or module and a class, as models/rnn.py:Seq2Seq")
+    if where.endswith(".py") or Path(where).is_file():
+        return predict_source(where, class_name)
+    try:
+        module = importlib.import_module(where)
+    except ImportError as error:
+        raise SourceUnavailableError(f"cannot import module {where!r}: {error}") from None
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        raise PredictionError(f"module {where} defines no class {class_name!r}")
+    host = importlib.import_module("torchlens.predict").TorchHost(None)
+    return predict_class(cls, host=host)
 
 
 def abstract_inputs(run: Interpreter, forward: Any, args: tuple, kwargs: dict,

@@ -59,13 +59,24 @@ class PredictedLayer:
     def key(self) -> LayerKey:
         return (self.module, self.call_site, self.func_name, self.slot)
 
-    def where(self) -> str:
-        """The innermost place as ``file:line``."""
+    def place(self) -> str:
+        """The innermost place as ``path:line:col`` (``?`` when unknown, empty for no frame)."""
         places = [p for p in self.call_site or () if hasattr(p, "code")]
         if not places:
             return "?" if self.call_site is None else ""
         place = places[-1]
-        return f"{os.path.basename(place.code.filename)}:{place.line}"  # type: ignore[union-attr]
+        col = f":{place.col + 1}" if place.col is not None else ""  # type: ignore[union-attr]
+        return f"{place.code.filename}:{place.line}{col}"  # type: ignore[union-attr]
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict with stable field names."""
+        return {"label": self.layer_label, "func": self.func_name, "module": self.module,
+                "passes": self.num_passes if self.num_passes is not None else str(self.count),
+                "passes_note": self.passes_note, "place": self.place(), "slot": self.slot}
+
+    def where(self) -> str:
+        """The innermost place as ``file:line:col`` with the file's base name."""
+        return os.path.basename(self.place())
 
 
 @dataclass(eq=False)
@@ -112,6 +123,12 @@ class Prediction:
     def find(self, key: LayerKey) -> Optional[PredictedLayer]:
         """The predicted layer with this grouping key, if any."""
         return self._by_key.get(key)
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict: the target, its layers, where the prediction stopped, notes."""
+        return {"target": self.target, "layers": [layer.to_json() for layer in self.layers],
+                "gaps": [{"scope": g.scope, "why": g.why} for g in dict.fromkeys(self.gaps)],
+                "notes": list(self.notes)}
 
     def __repr__(self) -> str:
         return f"<Prediction of {self.target}: {len(self.layers)} layers, {len(self.gaps)} gaps>"
