@@ -17,7 +17,9 @@ class Patches:
 
     def set(self, owner: Any, name: str, value: Any) -> None:
         """Replace ``owner.name`` with ``value`` until :meth:`restore`."""
-        self._saved.append((owner, name, owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)))
+        # On a class, only what the class itself defines is restored (not an inherited value).
+        old = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
+        self._saved.append((owner, name, old))
         setattr(owner, name, value)
 
     def restore(self) -> None:

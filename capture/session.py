@@ -21,17 +21,16 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from analysis.errors import CaptureThreadError
 from analysis.sites import instruction_place
 
 from . import funcs
+from .boundary import record_inputs, record_module_call, record_output
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
-from .boundary import record_inputs, record_module_call, record_output
 from .record import OP, OUTPUT, RawCapture, RawModule, RawOp
-from .replay import RecordedCall
-from analysis.errors import CaptureThreadError
-
+from .replay import RecordedCall, tensor_args
 from .threads import WorkerGuard, claim_capture, release_capture
 
 _Tensor = torch.Tensor
@@ -77,7 +76,8 @@ class Capture(TorchFunctionMode):
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
         self.storage_writer: dict[int, int] = {}
         self.module_index: dict[int, int] = {}
-        self.module_refs: list[nn.Module] = []
+        #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
+        self.keep_alive: list[Any] = []
         self.stack: list[int] = []
         self.param_names = {id(p): name for name, p in model.named_parameters()}
         self.addresses = {id(m): name or "self" for name, m in model.named_modules()}
@@ -202,12 +202,8 @@ class Capture(TorchFunctionMode):
             self.by_storage.setdefault(storage_key(tensor), []).append(index)
         else:
             op.out = None
-            self._keep_alive(tensor)
+            self.keep_alive.append(tensor)
         return index
-
-    def _keep_alive(self, tensor: _Tensor) -> None:
-        # Without saved outputs, producers are still found by id(): keep ids unique.
-        self.module_refs.append(tensor)  # type: ignore[arg-type]
 
     def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[int], tuple[str, ...]]:
         """The source of each tensor argument (op index, -1 for none) and the parameters read.
@@ -250,8 +246,6 @@ class Capture(TorchFunctionMode):
     def _alias_snapshots(self, args: tuple, kwargs: dict, sources: list[int]) -> dict:
         if not self.storage_writer or min(sources, default=0) >= -1:
             return {}
-        from .replay import tensor_args
-
         return {k: t.clone() for k, t in enumerate(tensor_args(args, kwargs)) if sources[k] <= -2}
 
     def preserve(self, target: Any) -> None:
@@ -291,7 +285,7 @@ class Capture(TorchFunctionMode):
         index = self.module_index.get(id(module))
         if index is None:
             index = self.module_index[id(module)] = len(self.raw.modules)
-            self.module_refs.append(module)
+            self.keep_alive.append(module)
             address = self.addresses.get(id(module))
             if address is None:
                 address = self.addresses[id(module)] = f"<{type(module).__name__}#{index}>"
