@@ -205,3 +205,13 @@ def test_validation_needs_saved_outputs():
     trace = tl.trace(Cell(), torch.ones(2), capture=tl.options.CaptureOptions(save_outputs=False))
     with pytest.raises(tl.TorchLensError, match="save_outputs=False"):
         trace.validate_forward_pass()
+
+
+def test_instancenorm_running_stats_are_fused_versions():
+    model = nn.InstanceNorm1d(3, track_running_stats=True).train()
+    trace = tl.trace(model, torch.randn(2, 3, 5))
+    for name in ("running_mean", "running_var"):
+        versions = trace.buffers[name].versions
+        assert [op.buffer_write_kind for op in versions] == [None, "fused"]
+        assert torch.allclose(versions[1].out, getattr(model, name))
+    assert trace.buffers["num_batches_tracked"].versions == ()
