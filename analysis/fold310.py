@@ -25,6 +25,8 @@ import linecache
 from types import CodeType
 from typing import Iterator, Optional
 
+from .sites import PerCode, remember
+
 __all__ = ["fold_map"]
 
 #: AST node kinds that get a fake line each: every node an op can be reached through,
@@ -42,22 +44,20 @@ _CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD"
 
 # filename -> (source, {(co_firstlineno, co_name): [(real, fake code)]} or None, fake base line)
 _files: dict[str, tuple[str, Optional[dict], int]] = {}
-# id(code) -> (code, fold map); the code is kept so a reused id can't give a stale hit.
-_folds: dict[int, tuple[CodeType, dict[int, int]]] = {}
 
 
-def fold_map(code: CodeType) -> dict[int, int]:
+def _fold_map(code: CodeType) -> dict[int, int]:
     """Map instruction offsets of ``code`` to the offset of their node's first copy.
 
     Offsets are normalised instruction offsets (as ``dis`` gives them, never an
     ``EXTENDED_ARG`` prefix). Offsets that are not a later copy of anything are absent or
     map to themselves. Computed once per code object.
     """
-    entry = _folds.get(id(code))
-    if entry is None or entry[0] is not code:
-        fold = _source_fold(code)
-        entry = _folds[id(code)] = (code, _while_fold(code) if fold is None else fold)
-    return entry[1]
+    fold = _source_fold(code)
+    return _while_fold(code) if fold is None else fold
+
+
+fold_map: "PerCode[dict[int, int]]" = PerCode(_fold_map)
 
 
 def _walk(code: CodeType) -> Iterator[CodeType]:
@@ -75,7 +75,7 @@ def _module_index(filename: str) -> Optional[tuple[dict, int]]:
         return None
     cached = _files.get(filename)
     if cached is None or cached[0] != source:
-        cached = _files[filename] = (source, *_index(source, filename))
+        cached = remember(_files, filename, (source, *_index(source, filename)))
     return None if cached[1] is None else (cached[1], cached[2])
 
 

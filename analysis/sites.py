@@ -26,13 +26,45 @@ from __future__ import annotations
 import dis
 import hashlib
 import sys
+import weakref
 from dataclasses import dataclass
 from types import CodeType
-from typing import Callable, Optional, Sequence
+from typing import Callable, Generic, Optional, Sequence, TypeVar
 
 PY311 = sys.version_info >= (3, 11)
 
-__all__ = ["CodeId", "Place", "code_id", "instruction_place", "collapse", "PY311"]
+__all__ = ["CodeId", "Place", "code_id", "instruction_place", "collapse", "PerCode", "remember", "PY311"]
+
+#: How many source files the per-file caches (3.10 folds, prediction) keep, newest first.
+FILES_KEPT = 256
+
+T = TypeVar("T")
+
+
+class PerCode(Generic[T]):
+    """A cache of one value per code object, keyed by ``id(code)``, never by the code itself.
+
+    Hashing a code object hashes its constants (slow on 3.12+), and ``==`` ignores the file
+    name, so the key is the id. Each entry holds a weak reference whose callback drops the
+    entry when the code object dies: code made at run time (``exec``, fx recompiles) does not
+    accumulate, and a reused id can never meet a stale entry.
+    """
+
+    __slots__ = ("_entries", "_build")
+
+    def __init__(self, build: Callable[[CodeType], T]) -> None:
+        self._entries: dict[int, tuple[weakref.ref, T]] = {}
+        self._build = build
+
+    def __call__(self, code: CodeType) -> T:
+        entry = self._entries.get(id(code))
+        if entry is None:
+            key, entries = id(code), self._entries
+            entry = entries[key] = (weakref.ref(code, lambda _, key=key: entries.pop(key, None)), self._build(code))
+        return entry[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,30 +107,34 @@ class Place:
         return f"{where} in {self.code.qualname}"
 
 
-_code_ids: dict[int, tuple[CodeType, CodeId]] = {}
+def remember(cache: dict, key: object, value: T) -> T:
+    """Store ``cache[key] = value``, forgetting the oldest entries past :data:`FILES_KEPT`."""
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > FILES_KEPT:
+        del cache[next(iter(cache))]
+    return value
 
 
-def code_id(code: CodeType) -> CodeId:
-    """The :class:`CodeId` of ``code``, computed once per code object."""
-    entry = _code_ids.get(id(code))
-    if entry is None or entry[0] is not code:
-        ident = CodeId(
-            code.co_filename,
-            getattr(code, "co_qualname", code.co_name),
-            code.co_firstlineno,
-            hashlib.sha1(code.co_code).hexdigest()[:16],
-        )
-        entry = _code_ids[id(code)] = (code, ident)
-    return entry[1]
+def _code_id(code: CodeType) -> CodeId:
+    return CodeId(
+        code.co_filename,
+        getattr(code, "co_qualname", code.co_name),
+        code.co_firstlineno,
+        hashlib.sha1(code.co_code).hexdigest()[:16],
+    )
+
+
+#: The :class:`CodeId` of a code object, computed once per code object.
+code_id: PerCode[CodeId] = PerCode(_code_id)
 
 
 class _CodeTable:
     """Per-code-object lookup tables, built on first use."""
 
-    __slots__ = ("code", "ident", "positions", "owner", "lines", "fold")
+    __slots__ = ("ident", "positions", "owner", "lines", "fold")
 
     def __init__(self, code: CodeType) -> None:
-        self.code = code
         self.ident = code_id(code)
         self.positions = tuple(code.co_positions()) if PY311 else None
         self.owner = _instruction_owners(code)
@@ -106,14 +142,7 @@ class _CodeTable:
         self.fold: Optional[dict[int, int]] = None
 
 
-_tables: dict[int, _CodeTable] = {}
-
-
-def _table(code: CodeType) -> _CodeTable:
-    table = _tables.get(id(code))
-    if table is None or table.code is not code:
-        table = _tables[id(code)] = _CodeTable(code)
-    return table
+_table: PerCode[_CodeTable] = PerCode(_CodeTable)
 
 
 def _instruction_owners(code: CodeType) -> dict[int, int]:

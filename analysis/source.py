@@ -27,7 +27,7 @@ from types import CodeType
 from typing import Iterator, Optional
 
 from .errors import SourceUnavailableError
-from .sites import Place, instruction_place
+from .sites import Place, instruction_place, remember
 
 __all__ = ["SourceFile", "source_file", "source_of_code", "source_text", "NODES", "CALL_OPS"]
 
@@ -116,7 +116,7 @@ def source_file(filename: str) -> SourceFile:
         )
     cached = _files.get(filename)
     if cached is None or cached.text != text:
-        cached = _files[filename] = _build(filename, text)
+        cached = remember(_files, filename, _build(filename, text))
     return cached
 
 
