@@ -1,1 +1,25 @@
-"""Fuzzing the grouping rule: hypothesis-generated models checked three ways (to come)."""
+"""Fuzzing the grouping rule: hypothesis-generated models checked three ways.
+
+A drawn *spec* (:mod:`fuzz.spec`) is rendered to source (:mod:`fuzz.render`), imported as an
+``nn.Module`` (:mod:`fuzz.build`) and given an expectation by the oracle (:mod:`fuzz.oracle`),
+which applies the spec's grouping rule to the spec alone. The capture, the static prediction
+and the untraced model are compared with it (:mod:`fuzz.check`); failures shrink
+(:mod:`fuzz.shrink`) into regression files. ``python -m fuzz`` runs a campaign.
+
+For your own tests, ``models()`` is a hypothesis strategy of generated models::
+
+    from hypothesis import given, settings
+    from fuzz import models
+
+    @settings(max_examples=50, deadline=None)
+    @given(models())
+    def test_my_tool(generated):
+        model, inputs = generated.make(), generated.inputs()
+        expected = generated.expected.layers   # label, func, passes, module, params
+
+Importing this package does not import torch; drawing a model does.
+"""
+
+from .strategies import models, specs
+
+__all__ = ["models", "specs"]
