@@ -305,6 +305,8 @@ class _Oracle:
         for path, node, _ in walk(self.model):
             if not self.runs.get(path) and path[0] != "hook":
                 names |= _op_names(self.model, node, set())
+            elif isinstance(node, S.While) and node.n == 0:  # its step is written but never ran
+                names |= set(_WHILE_OPS[self.dialect][2])
         return names
 
     def _unique_instances(self) -> Iterator[_Instance]:

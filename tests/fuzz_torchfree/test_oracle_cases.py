@@ -184,3 +184,11 @@ def test_a_label_after_unrun_module_calls_is_not_static():
                              S.ForModules("ml5", (S.Assign(S.CallChild("m", X)),)), children=lists))
     linear = expect(model).layers[-1]
     assert (linear.label, linear.passes, linear.static) == ("linear_1", 1, False)
+
+
+def test_a_label_after_a_never_run_while_step_is_not_static():
+    """Found by the final long campaign: the step ``c0 = c0 + 1.0`` of a ``while`` that never
+    runs could number ``add_1`` for a static analysis, so a later ``add`` is not static."""
+    model = S.ModelSpec(root(S.While(0, ()), S.Assign(S.Binary("add", X, X))))
+    add = expect(model).layers[-1]
+    assert (add.label, add.passes, add.static) == ("add_1", 1, False)
