@@ -7,11 +7,11 @@ from typing import Any, Iterator, Mapping, Optional, Union
 
 from capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 
+from .buffers import Buffer
+from .containers import ContainerRecords, records_of
 from .errors import TorchLensValueError, TraceInvariantError
 from .options import TraceOptions
-from .buffers import Buffer
 from .records import Layer, Module, Op, Param
-from .containers import ContainerRecords, records_of
 from .rerun import run_again
 from .table import render_trace
 from .validation import ValidationReport, validate_forward_pass
