@@ -20,7 +20,16 @@ from typing import Any, NamedTuple
 OP, TRANSPARENT, QUERY = 0, 1, 2
 
 #: Property getters that compute a new tensor and so are ops.
-_VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+#: Reflected operators that torch implements in C and reports under the forward name
+#: (``0 + t`` reaches the mode as ``add``): the capture names them as this says.
+REFLECTED = {"__radd__": "radd", "__rmul__": "rmul", "__rand__": "rand", "__ror__": "ror", "__rxor__": "rxor"}
+#: torch.func transforms recorded as single boundary ops: (module, attribute, op name).
+TRANSFORMS = (
+    ("torch._functorch.apis", "vmap_impl", "vmap"),
+    ("torch._functorch.eager_transforms", "grad_impl", "grad"),
+    ("torch._functorch.eager_transforms", "grad_and_value_impl", "grad_and_value"),
+)
 
 
 class FuncInfo(NamedTuple):
@@ -45,7 +54,7 @@ def classify(func: Any) -> FuncInfo:
     """Classify ``func`` as handed to ``__torch_function__`` (uncached: call through a cache)."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
         prop = getattr(func.__self__, "__name__", "")
-        return FuncInfo(OP if prop in _VIEW_PROPERTIES else QUERY, prop, False)
+        return FuncInfo(OP if prop in VIEW_PROPERTIES else QUERY, prop, False)
     raw = getattr(func, "__name__", None) or type(func).__name__
     name = op_name(raw)
     inplace = name.endswith("_") and not name.startswith("_") or name == "setitem"

@@ -40,14 +40,6 @@ _MODULE_CALL = nn.Module.__call__
 _MODULE_SETATTR = nn.Module.__setattr__
 #: torch's own Python callables whose checks dispatch to the mode.
 _CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
-#: Reflected operators that torch implements in C and reports under the forward name.
-_REFLECTED = {"__radd__": "radd", "__rmul__": "rmul", "__rand__": "rand", "__ror__": "ror", "__rxor__": "rxor"}
-#: torch.func transforms recorded as single boundary ops: (module, attribute, op name).
-_TRANSFORMS = (
-    ("torch._functorch.apis", "vmap_impl", "vmap"),
-    ("torch._functorch.eager_transforms", "grad_impl", "grad"),
-    ("torch._functorch.eager_transforms", "grad_and_value_impl", "grad_and_value"),
-)
 
 
 def _forward_lines() -> frozenset[int]:
@@ -383,9 +375,9 @@ class Capture(TorchFunctionMode):
 
         self.patches.set(nn.Module, "__call__", __call__)
         self.patches.set(nn.Module, "__setattr__", __setattr__)
-        for dunder, name in _REFLECTED.items():
+        for dunder, name in funcs.REFLECTED.items():
             self.patches.set(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
-        for module_name, attr, name in _TRANSFORMS:
+        for module_name, attr, name in funcs.TRANSFORMS:
             module = sys.modules.get(module_name)
             if module is not None and hasattr(module, attr):
                 self.patches.set(module, attr, self._transform(name, getattr(module, attr)))

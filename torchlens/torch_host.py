@@ -20,7 +20,7 @@ from torch import nn
 
 from analysis.host import CHECK, DISPATCH, IDENTITY, TRANSFORM, Host
 from analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, Value
-from capture.funcs import OP, classify, op_name
+from capture.funcs import OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
 
 __all__ = ["TorchHost"]
 
@@ -45,9 +45,6 @@ _WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
 #: Ops with a data-dependent number of outputs: learned from how many arguments/targets.
 _SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes", "unsafe_split",
                      "hsplit", "vsplit", "dsplit", "unsafe_chunk", "meshgrid", "broadcast_tensors"})
-#: Reflected operators torch implements in C; the capture names them like this.
-_REFLECTED = {"__radd__": "radd", "__rmul__": "rmul", "__rand__": "rand", "__ror__": "ror", "__rxor__": "rxor"}
-_VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 #: torch._C submodules whose functions are ops (``F.linear`` is ``torch._C._nn.linear``).
 _OP_NAMESPACES = frozenset({"torch._C._nn", "torch._C._linalg", "torch._C._special", "torch._C._fft",
                             "torch._C._nested", "torch._C._sparse", "torch._C._VariableFunctions"})
@@ -97,9 +94,7 @@ def _transforms() -> dict[Any, str]:
     import importlib
 
     out: dict[Any, str] = {}
-    for module_name, attr, name in (("torch._functorch.apis", "vmap_impl", "vmap"),
-                                    ("torch._functorch.eager_transforms", "grad_impl", "grad"),
-                                    ("torch._functorch.eager_transforms", "grad_and_value_impl", "grad_and_value")):
+    for module_name, attr, name in TRANSFORMS:
         try:
             module = importlib.import_module(module_name)
         except ImportError:
@@ -148,7 +143,7 @@ class TorchHost(Host):
             return None  # private helpers (_get_tracing_state, _log_api_usage_once)
         if fn in self._checks:
             return None
-        return _REFLECTED.get(raw) or (self._dunders.get(raw) if tensor_method else None) or op_name(raw)
+        return REFLECTED.get(raw) or (self._dunders.get(raw) if tensor_method else None) or op_name(raw)
 
     def op_result(self, name: str, fn: Any, args: Sequence[Value], make_tensor: Callable[[], Value],
                   make_tuple: Callable[[Optional[int]], Value]) -> Optional[Value]:
@@ -187,7 +182,7 @@ class TorchHost(Host):
             name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_") or name.startswith("get_"))
 
     def tensor_attribute(self, name: str) -> tuple[str, Any]:
-        if name in _VIEW_PROPERTIES:
+        if name in VIEW_PROPERTIES:
             return "op", name
         if name in _TENSOR_VALUED:
             return "tensor", None
