@@ -14,6 +14,7 @@ from typing import Iterator, Optional
 from .errors import TorchLensValueError
 from .events import Event, Gap, Link
 from .passes import Count
+from .table import format_table
 
 __all__ = ["PredictedLayer", "Prediction", "build_prediction", "LayerKey"]
 
@@ -136,7 +137,7 @@ class Prediction:
     def __str__(self) -> str:
         rows = [[layer.layer_label, layer.func_name, str(layer.count), layer.module, layer.where()]
                 for layer in self.layers]
-        lines = [repr(self), "", _table(["layer", "func", "passes", "module", "written at"], rows)]
+        lines = [repr(self), "", format_table(["layer", "func", "passes", "module", "written at"], rows)]
         notes = sorted({layer.passes_note for layer in self.layers if layer.passes_note})
         if notes:
             lines += ["", "passes not static:", *(f"  {n}" for n in notes)]
@@ -163,13 +164,3 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
             else:
                 layer.count = layer.count + event.count
     return Prediction(target, tuple(layers.values()), tuple(dict.fromkeys(gaps)), tuple(notes))
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    """Columns padded to their widest cell, a dashed rule under the header."""
-    columns = list(zip(header, *rows))
-    widths = [max(map(len, column)) for column in columns]
-    out = []
-    for cells in [header, ["-" * w for w in widths], *rows]:
-        out.append("  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip())
-    return "\n".join(out)

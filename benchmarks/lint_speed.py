@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from analysis.lint import LintConfig, lint_paths
-from torchlens.table import format_table
+from analysis.table import format_table
 
 
 def trees() -> list[tuple[str, Path]]:

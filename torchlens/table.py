@@ -1,19 +1,14 @@
-"""Plain-text tables of a trace: one row per layer, then one row per module."""
+"""The plain-text table of a trace: one row per layer, then one row per module."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+
+from analysis.table import format_table
 
 if TYPE_CHECKING:
     from .trace import Trace
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces, with a rule under the header."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def render_trace(trace: "Trace") -> str:
