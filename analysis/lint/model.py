@@ -89,14 +89,9 @@ class SourceModel:
 
     def qualified(self, node: ast.AST) -> Optional[str]:
         """``torch.nn.functional.relu`` for ``F.relu`` (imports resolved), else ``None``."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        head = self.aliases.get(node.id)
-        return ".".join([head, *reversed(parts)]) if head else None
+        head, dot, rest = dotted(node).partition(".")
+        full = self.aliases.get(head) if head else None
+        return f"{full}{dot}{rest}" if full else None
 
     def is_torch_call(self, node: ast.AST) -> bool:
         """A call of a torch function (``torch.tanh``, ``F.relu``) or of a tensor method."""
