@@ -68,13 +68,15 @@ class BufferJournal:
 
     def __init__(self, capture: "Capture", model: nn.Module) -> None:
         self.capture = capture
+        modules = dict(model.named_modules())
+        #: Address -> (owning module, attribute name); each tensor once, at its first address.
         self.owner: dict[str, tuple[nn.Module, str]] = {}
         self.current: dict[str, torch.Tensor] = {}
-        for module_name, module in model.named_modules():
-            for name, tensor in module.named_buffers(prefix=module_name, recurse=False):
-                if tensor is not None and id(tensor) not in {id(t) for t in self.current.values()}:
-                    self.owner[name] = (module, name.rpartition(".")[2])
-                    self.current[name] = tensor
+        for address, tensor in model.named_buffers():
+            prefix, _, attr = address.rpartition(".")
+            self.owner[address] = (modules[prefix], attr)
+            self.current[address] = tensor
+        self._address_at = {(id(module), attr): a for a, (module, attr) in self.owner.items()}
         #: ``id(tensor)`` -> address, for the tensor each buffer holds now.
         self.address_of = {id(t): a for a, t in self.current.items()}
         self.storage_of = {storage_key(t): a for a, t in self.current.items()}
@@ -130,7 +132,7 @@ class BufferJournal:
 
     def reassign(self, module: nn.Module, name: str, value: Any, place: Any) -> None:
         """Journal ``module.name = value`` for a registered buffer ``name``."""
-        address = self._address(module, name)
+        address = self._address_at.get((id(module), name))
         if address is None or not isinstance(value, torch.Tensor):
             return
         old = self.current[address]
@@ -141,12 +143,6 @@ class BufferJournal:
         self.storage_of[storage_key(value)] = address
         producer = self.capture.producer.get(id(value))
         self._write(address, REASSIGN, value, -1, parents=[] if producer is None else [producer], place=place)
-
-    def _address(self, module: nn.Module, name: str) -> Optional[str]:
-        for address, (owner, attr) in self.owner.items():
-            if owner is module and attr == name:
-                return address
-        return None
 
     def _write(self, address: str, kind: str, value: torch.Tensor, writer: int, *, parents: Optional[list] = None,
                changed: Optional[bool] = None, place: Any = None, transition_only: bool = False) -> None:
