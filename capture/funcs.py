@@ -50,6 +50,11 @@ def op_name(raw: str) -> str:
     return raw
 
 
+def is_inplace(name: str) -> bool:
+    """Whether an op of this (normalised) name writes into its first argument."""
+    return name.endswith("_") and not name.startswith("_") or name == "setitem"
+
+
 def classify(func: Any) -> FuncInfo:
     """Classify ``func`` as handed to ``__torch_function__`` (uncached: call through a cache)."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
@@ -57,7 +62,7 @@ def classify(func: Any) -> FuncInfo:
         return FuncInfo(OP if prop in VIEW_PROPERTIES else QUERY, prop, False)
     raw = getattr(func, "__name__", None) or type(func).__name__
     name = op_name(raw)
-    inplace = name.endswith("_") and not name.startswith("_") or name == "setitem"
+    inplace = is_inplace(name)
     code = getattr(func, "__code__", None)
     module = getattr(func, "__module__", None) or ""
     if code is not None and module.startswith("torch") and module != "torch._tensor":

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from capture.buffers import FUSED_MUTATORS
+from capture.funcs import is_inplace
 from capture.replay import substitute
 
 from .errors import TorchLensError, TorchLensValueError
@@ -116,7 +118,7 @@ class _Replay:
         call = op._replay
         entry = self.calls.get(id(call))
         if entry is None:
-            writes = op.func_name.endswith("_") or op.func_name in ("setitem", "batch_norm", "instance_norm")
+            writes = is_inplace(op.func_name) or op.func_name in FUSED_MUTATORS
             copies: dict[int, torch.Tensor] = {}
 
             def replace(k: int, tensor: torch.Tensor) -> torch.Tensor:
