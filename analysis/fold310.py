@@ -12,7 +12,7 @@ of that node carries it, then aligns the fake code with the real code instructio
 instruction. Without the source (``exec`` code not in :mod:`linecache`), or if the
 alignment fails, a bytecode-only fold of ``while`` tests is used instead (§2.2).
 
-Torch-free and importable on any version. :mod:`analysis.sites` uses it on 3.10, and on
+Torch-free and importable on any version. :mod:`torchlens.analysis.sites` uses it on 3.10, and on
 3.11+ when positions have no columns (``-X no_debug_ranges``); the method works there too,
 except that the bytecode-only fallback finds nothing on 3.12+ (no backward conditional jump).
 """

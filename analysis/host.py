@@ -1,9 +1,9 @@
 """What the prediction needs to know about the library whose calls it predicts.
 
-The interpreter (:mod:`analysis.interpreter`) knows Python; a :class:`Host` knows which
+The interpreter (:mod:`torchlens.analysis.interpreter`) knows Python; a :class:`Host` knows which
 callables are *ops* and what they return, what a tensor is, and how modules are called.
 ``torchlens.predict`` supplies the torch host; the torch-free tests supply one for the
-stand-in recorder (:mod:`capture.standin`). The defaults describe a library with no
+stand-in recorder (:mod:`torchlens.capture.standin`). The defaults describe a library with no
 modules, no hooks and no dispatch intrinsics.
 """
 

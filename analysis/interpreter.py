@@ -2,15 +2,15 @@
 
 The prediction runs the model's code the way CPython would, but tensors carry no data
 (:class:`~analysis.values.Tensor`), and every place comes from the compiled code
-(:mod:`analysis.source`). Whatever the live model makes concrete (submodules, container
+(:mod:`torchlens.analysis.source`). Whatever the live model makes concrete (submodules, container
 lengths, configs, flags, shared instances) is read for real, without changing anything:
 attribute writes go to an overlay, never to the model. Loops with a known iterable are
 unrolled, so scopes, helpers and recursion are followed exactly as the capture sees them;
 what cannot be decided runs under a :class:`~analysis.passes.Count` saying so.
 
 This module holds the run's state and the call machinery; expressions are in
-:mod:`analysis.evaluate`, statements in :mod:`analysis.execute`, Python's builtins in
-:mod:`analysis.pybuiltins`. Torch-free: a :class:`~analysis.host.Host` says what an op is.
+:mod:`torchlens.analysis.evaluate`, statements in :mod:`torchlens.analysis.execute`, Python's builtins in
+:mod:`torchlens.analysis.pybuiltins`. Torch-free: a :class:`~analysis.host.Host` says what an op is.
 """
 
 from __future__ import annotations

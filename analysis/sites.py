@@ -11,7 +11,7 @@ The instruction id is version-specific and computed in exactly one function,
   specialization did to ``f_lasti``.
 * 3.10 (and 3.11+ run with ``-X no_debug_ranges``, where columns are ``None``): the
   normalised bytecode offset, with the duplicated ``while`` condition folded onto its first
-  copy (:mod:`analysis.fold310`).
+  copy (:mod:`torchlens.analysis.fold310`).
 
 A *call site* is the chain of places from a module's ``forward`` down to the call, with
 recursion collapsed by chronological loop erasure (:func:`collapse`). Both sides compute

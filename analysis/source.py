@@ -8,7 +8,7 @@ libcst-to-CPython span conversion, and 3.10's folded ``while`` copies come out f
 
 To know which instructions belong to which node, the file is compiled twice: as written,
 and with one fake line number per node of the kinds in :data:`NODES` (the same trick as
-:mod:`analysis.fold310`). The two compilations have the same instructions, so aligning them
+:mod:`torchlens.analysis.fold310`). The two compilations have the same instructions, so aligning them
 instruction by instruction names each real instruction's node. Code objects (functions,
 lambdas, comprehensions, generator expressions) are paired with their syntax nodes by
 ``(co_firstlineno, co_name)`` and source order.

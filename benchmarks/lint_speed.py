@@ -12,8 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from analysis.lint import LintConfig, lint_paths
-from analysis.table import format_table
+from torchlens.analysis.lint import LintConfig, lint_paths
+from torchlens.analysis.table import format_table
 
 
 def trees() -> list[tuple[str, Path]]:

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import torchlens as tl
-from analysis.table import format_table
+from torchlens.analysis.table import format_table
 
 
 class MLP(nn.Module):

@@ -17,7 +17,7 @@ import time
 import torch
 
 import torchlens as tl
-from analysis.table import format_table
+from torchlens.analysis.table import format_table
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import torch
 from torch import nn
 
-from analysis.errors import TorchLensError
+from torchlens.analysis.errors import TorchLensError
 
 from .record import RawOp
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import CodeType, FrameType
 from typing import Optional
 
-from analysis.sites import Place, closure_identity, collapse, instruction_place
+from torchlens.analysis.sites import Place, closure_identity, collapse, instruction_place
 
 #: Role of a frame whose code is ours or plumbing: left out of every chain.
 SKIP = 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from analysis.sites import Place
+from torchlens.analysis.sites import Place
 
 #: ``RawOp.kind`` values.
 INPUT, OP, OUTPUT = "input", "op", "output"

@@ -21,8 +21,8 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from analysis.errors import CaptureThreadError
-from analysis.sites import instruction_place
+from torchlens.analysis.errors import CaptureThreadError
+from torchlens.analysis.sites import instruction_place
 
 from . import funcs
 from .boundary import record_inputs, record_module_call, record_output
@@ -409,7 +409,7 @@ def capture_forward(
     """Run ``model(*args, **kwargs)`` once and return everything it recorded.
 
     The output's container structure is always recorded; ``containers`` adds the inputs',
-    the module calls' and each op's place in them (:mod:`capture.boundary`).
+    the module calls' and each op's place in them (:mod:`torchlens.capture.boundary`).
 
     Raises :class:`capture.threads.CaptureThreadError` when another capture is running.
     """

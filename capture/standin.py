@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from typing import Any, Callable
 
-from analysis.sites import Place
+from torchlens.analysis.sites import Place
 
 from .frames import SKIP, STOP, ChainInterner, read_stack
 

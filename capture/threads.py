@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from torch.overrides import TorchFunctionMode
 
-from analysis.errors import CaptureThreadError
+from torchlens.analysis.errors import CaptureThreadError
 
 _lock = threading.Lock()
 

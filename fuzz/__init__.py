@@ -1,15 +1,15 @@
 """Fuzzing the grouping rule: hypothesis-generated models checked three ways.
 
-A drawn *spec* (:mod:`fuzz.spec`) is rendered to source (:mod:`fuzz.render`), imported as an
-``nn.Module`` (:mod:`fuzz.build`) and given an expectation by the oracle (:mod:`fuzz.oracle`),
+A drawn *spec* (:mod:`torchlens.fuzz.spec`) is rendered to source (:mod:`torchlens.fuzz.render`), imported as an
+``nn.Module`` (:mod:`torchlens.fuzz.build`) and given an expectation by the oracle (:mod:`torchlens.fuzz.oracle`),
 which applies the spec's grouping rule to the spec alone. The capture, the static prediction
-and the untraced model are compared with it (:mod:`fuzz.check`); failures shrink
-(:mod:`fuzz.shrink`) into regression files. ``python -m fuzz`` runs a campaign.
+and the untraced model are compared with it (:mod:`torchlens.fuzz.check`); failures shrink
+(:mod:`torchlens.fuzz.shrink`) into regression files. ``python -m torchlens.fuzz`` runs a campaign.
 
 For your own tests, ``models()`` is a hypothesis strategy of generated models::
 
     from hypothesis import given, settings
-    from fuzz import models
+    from torchlens.fuzz import models
 
     @settings(max_examples=50, deadline=None)
     @given(models())

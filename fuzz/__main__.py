@@ -1,4 +1,4 @@
-"""``python -m fuzz --examples N --seed S [--profile ci|long]``: run a fuzzing campaign.
+"""``python -m torchlens.fuzz --examples N --seed S [--profile ci|long]``: run a fuzzing campaign.
 
 Prints a progress line as it goes, then ``N models, K disagreements`` with each
 disagreement's shrunk regression file (ready for ``tests/regressions/``) and its source.
@@ -20,7 +20,7 @@ from .strategies import PROFILES
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Parse the command line, run the campaign, print the summary; return the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m fuzz", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m torchlens.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=200, help="models to draw (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="ci", help="model sizes (default ci)")

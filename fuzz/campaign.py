@@ -2,7 +2,7 @@
 
 Hypothesis draws the specs (seeded, no example database, generation only); every model is
 checked and the campaign goes on after a failure, so one run counts all disagreements.
-Each failure is shrunk (:mod:`fuzz.shrink`) and written as a regression file.
+Each failure is shrunk (:mod:`torchlens.fuzz.shrink`) and written as a regression file.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ one instance under two parents, a hooked module in a loop) need several parts to
 A fragment appends those parts (a function, class, child, weight, hook or buffer with a
 fresh name, plus the statements that use them) to the end of the root's ``forward``, with
 drawn bodies and expressions, so the construct is always there and still varies.
-``specs`` in :mod:`fuzz.strategies` applies a few fragments to each model.
+``specs`` in :mod:`torchlens.fuzz.strategies` applies a few fragments to each model.
 """
 
 from __future__ import annotations

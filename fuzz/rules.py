@@ -42,7 +42,7 @@ class Rule:
     id: str
     #: The row's text, as in the spec.
     row: str
-    #: The strategy in :mod:`fuzz.strategies` that draws the construct.
+    #: The strategy in :mod:`torchlens.fuzz.strategies` that draws the construct.
     strategy: str
     #: Whether a model exercised the row.
     reached: Callable[[Model], bool]

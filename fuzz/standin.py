@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from capture.standin import StandinRecorder, Value
+from torchlens.capture.standin import StandinRecorder, Value
 
 from . import spec as S
 from .build import load_source

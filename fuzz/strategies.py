@@ -1,7 +1,7 @@
 """Hypothesis strategies that draw model specs (torch-free; drawing never imports torch).
 
 ``specs(dialect, profile)`` draws a :class:`~fuzz.spec.ModelSpec` whose vocabulary covers the
-grouping spec's Cases table, and a few rule fragments (:mod:`fuzz.fragments`) append the
+grouping spec's Cases table, and a few rule fragments (:mod:`torchlens.fuzz.fragments`) append the
 compound rows: expressions with several ops on one line (``st.recursive``),
 loops, nested loops, ``while`` with a tensor condition, ``break``, index branches, helper
 functions (plain, decorated, ``exec``-built, recursive), comprehensions, generator ``sum``,

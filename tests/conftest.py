@@ -1,11 +1,19 @@
 """Test-wide rules: every trace a test makes is checked against the trace invariants and,
 when it saved its outputs, replayed op by op (``validate_forward_pass``)."""
 
-import pytest
+import importlib.util
 
-try:
+import pytest
+from hypothesis import settings
+
+# No test depends on luck: every hypothesis draw is derived from the test itself, and no example
+# saved by one run can make a later run fail.
+settings.register_profile("torchlens", derandomize=True, database=None)
+settings.load_profile("torchlens")
+
+if importlib.util.find_spec("torch") is not None:
     import torchlens
-except ImportError:  # the torch-free tests (tests/keys) also run where torch is absent
+else:  # the torch-free suites (tests/keys, tests/lint, ...) also run where torch is absent
     torchlens = None
 
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import torchlens as tl
-from capture.buffers import BufferWriteError
+from torchlens.capture.buffers import BufferWriteError
 from torchlens.validation import ValidationError
 
 

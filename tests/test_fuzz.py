@@ -3,7 +3,7 @@
 One seeded campaign of 200 models (``fuzz.campaign``) checks, per model: capture == oracle,
 static prediction == oracle where static (when ``tl.predict`` exists), traced output ==
 untraced output, ``Trace.check()``, and two traces labelled alike; and every rule of the
-registry (``fuzz.rules``) must be reached. ``python -m fuzz`` runs longer campaigns.
+registry (``fuzz.rules``) must be reached. ``python -m torchlens.fuzz`` runs longer campaigns.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
-import fuzz
-from fuzz.build import build
-from fuzz.campaign import run_campaign
-from fuzz.check import check_model, layer_rows, predict_function
-from fuzz.rules import NOT_FUZZED, RULES
-from fuzz.spec import Assign, ClassDef, ModelSpec, Unary, Var
+import torchlens.fuzz
+from torchlens.fuzz.build import build
+from torchlens.fuzz.campaign import run_campaign
+from torchlens.fuzz.check import check_model, layer_rows, predict_function
+from torchlens.fuzz.rules import NOT_FUZZED, RULES
+from torchlens.fuzz.spec import Assign, ClassDef, ModelSpec, Unary, Var
 
-#: The CI budget: fixed, so a CI failure reproduces with ``python -m fuzz --seed 4``.
+#: The CI budget: fixed, so a CI failure reproduces with ``python -m torchlens.fuzz --seed 4``.
 CI_EXAMPLES, CI_SEED = 200, 4
 
 
@@ -56,9 +56,9 @@ def test_static_prediction_is_compared():
 
 
 @settings(max_examples=5, deadline=None)
-@given(fuzz.models())
+@given(torchlens.fuzz.models())
 def test_models_strategy_gives_models_with_their_expected_layers(generated):
-    """The documented use of ``from fuzz import models``."""
+    """The documented use of ``from torchlens.fuzz import models``."""
     import torchlens as tl
 
     trace = tl.trace(generated.make(), *generated.inputs())

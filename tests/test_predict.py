@@ -17,8 +17,8 @@ import torch
 from torch import nn
 
 import torchlens as tl
-from analysis.errors import PredictionError, SourceUnavailableError
-from analysis.predict import predict_source
+from torchlens.analysis.errors import PredictionError, SourceUnavailableError
+from torchlens.analysis.predict import predict_source
 from models import cases as C
 from test_cases import ALL, build, compute_layers
 

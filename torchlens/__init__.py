@@ -2,13 +2,56 @@
 
 ``tl.trace(model, x)`` runs the model once, records every torch operation, and groups the
 operations into layers and passes by where they were written in the code.
+
+The package is laid out as four layers, each importing only the ones below it:
+``torchlens.analysis`` (torch-free: call-site keys, prediction, lint) <- ``torchlens.capture``
+(what happens while the model runs) <- the public API in this package <- ``torchlens.fuzz``.
+Importing ``torchlens`` does not import torch: the public names below load on first use, so
+``torchlens lint`` and the torch-free subpackages stay torch-free.
 """
 
-from . import errors, options, types
-from .api import trace
-from .predict import predict
-from .errors import TorchLensError
-from .records import CallSite, Layer, Module, Op, Param
-from .trace import Trace
+from __future__ import annotations
 
-__all__ = ["trace", "predict", "Trace", "Layer", "Op", "Module", "Param", "CallSite", "TorchLensError", "errors", "options", "types"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+#: Public name -> the submodule that defines it (loaded on first access).
+_EXPORTS = {
+    "trace": "api",
+    "predict": "predict",
+    "Trace": "trace",
+    "Layer": "records",
+    "Op": "records",
+    "Module": "records",
+    "Param": "records",
+    "CallSite": "records",
+    "TorchLensError": "errors",
+}
+_SUBMODULES = ("errors", "options", "types")
+
+__all__ = [*_EXPORTS, *_SUBMODULES, "__version__"]
+
+if TYPE_CHECKING:
+    from . import errors, options, types
+    from .api import trace
+    from .errors import TorchLensError
+    from .predict import predict
+    from .records import CallSite, Layer, Module, Op, Param
+    from .trace import Trace
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'torchlens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,7 @@
-"""``python -m torchlens``: the ``torchlens`` command line (see :mod:`analysis.cli`)."""
+"""``python -m torchlens``: the ``torchlens`` command line (see :mod:`torchlens.cli`)."""
 
 import sys
 
-from analysis.cli import main
+from torchlens.cli import main
 
 sys.exit(main())

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from torch import nn
 
-from capture.session import capture_forward
+from torchlens.capture.session import capture_forward
 
 from .containers import ContainerRecords
 from .errors import CaptureThreadError, TorchLensTypeError

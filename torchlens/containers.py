@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from capture.containers import ARGS, CONST, LEAF, POSITIONAL, Node, RawContainer, leaf_indices, path_text
+from torchlens.capture.containers import ARGS, CONST, LEAF, POSITIONAL, Node, RawContainer, leaf_indices, path_text
 
 from .errors import ContainerKeyError, TorchLensValueError
 from .rebuild import rebuild

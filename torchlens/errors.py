@@ -1,6 +1,6 @@
 """Error types: every error torchlens raises on purpose is a :class:`TorchLensError`."""
 
-from analysis.errors import CaptureThreadError, TorchLensError, TorchLensTypeError, TorchLensValueError
+from torchlens.analysis.errors import CaptureThreadError, TorchLensError, TorchLensTypeError, TorchLensValueError
 
 
 class TraceInvariantError(TorchLensError, AssertionError):

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Hashable
 
-from capture.buffers import BUFFER
-from capture.record import OP, RawCapture, RawOp
+from torchlens.capture.buffers import BUFFER
+from torchlens.capture.record import OP, RawCapture, RawOp
 
 from .buffers import Buffer
 from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, Op, OpGraph

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torch import nn
 
-from analysis.events import HookMark
-from analysis.predict import predict_class, predict_module
-from analysis.prediction import Prediction
+from torchlens.analysis.events import HookMark
+from torchlens.analysis.predict import predict_class, predict_module
+from torchlens.analysis.prediction import Prediction
 
 from .errors import TorchLensTypeError
 from .records import HookBoundary, Layer

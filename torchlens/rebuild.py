@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable
 
-from capture.containers import (
+from torchlens.capture.containers import (
     ARGS, CONST, CUSTOM, DATACLASS, DICT, LEAF, LIST, MODEL_OUTPUT, NAMEDTUPLE, OPAQUE, TUPLE, Node,
     path_text, registered,
 )

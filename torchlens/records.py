@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
-from analysis.sites import Place
-from capture.containers import ContainerSpec
+from torchlens.analysis.sites import Place
+from torchlens.capture.containers import ContainerSpec
 
 from .containers import Container, container_of
 

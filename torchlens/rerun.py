@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from capture.containers import CONST, LEAF, OPAQUE, Node, flatten, path_text
+from torchlens.capture.containers import CONST, LEAF, OPAQUE, Node, flatten, path_text
 
 from .containers import ContainerRecords
 from .errors import ContainerStructureError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from analysis.table import format_table
+from torchlens.analysis.table import format_table
 
 if TYPE_CHECKING:
     from .trace import Trace

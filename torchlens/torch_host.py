@@ -1,6 +1,6 @@
 """The torch :class:`~analysis.host.Host`: what an op is to the prediction, as the capture sees it.
 
-It mirrors :mod:`capture.funcs` and :mod:`capture.session`: a torch callable written in C
+It mirrors :mod:`torchlens.capture.funcs` and :mod:`torchlens.capture.session`: a torch callable written in C
 (``torch.tanh``, ``Tensor.view``, ``F.linear``, ``_VF.lstm``) is an op named as the capture
 names it, and records only when it returns tensors; torch's own Python is read like any
 other Python (its frames are part of the chain), with ``has_torch_function*`` and
@@ -18,9 +18,9 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from analysis.host import CHECK, DISPATCH, IDENTITY, TRANSFORM, Host
-from analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, Value
-from capture.funcs import OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
+from torchlens.analysis.host import CHECK, DISPATCH, IDENTITY, TRANSFORM, Host
+from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, Value
+from torchlens.capture.funcs import OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
 
 __all__ = ["TorchHost"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional, Union
 
-from capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
+from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 
 from .buffers import Buffer
 from .containers import ContainerRecords, records_of

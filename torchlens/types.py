@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import torch
 
-from capture.containers import register
+from torchlens.capture.containers import register
 
 from .containers import Container
 from .errors import TorchLensTypeError

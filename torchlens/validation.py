@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from capture.buffers import FUSED_MUTATORS
-from capture.funcs import is_inplace
-from capture.replay import substitute
+from torchlens.capture.buffers import FUSED_MUTATORS
+from torchlens.capture.funcs import is_inplace
+from torchlens.capture.replay import substitute
 
 from .errors import TorchLensError, TorchLensValueError
 

@@ -1,6 +1,6 @@
 """``torchlens lint``: flag grouping a user may not expect, from source alone (torch-free).
 
->>> from analysis.lint import lint_source
+>>> from torchlens.analysis.lint import lint_source
 >>> [f.code for f in lint_source(open("model.py").read(), "model.py")]
 """
 

@@ -1,6 +1,6 @@
 """The checks behind the lint rules: each reads a :class:`SourceModel` and yields findings.
 
-A check yields ``(node, message)`` pairs; :mod:`analysis.lint.rules` attaches the code and
+A check yields ``(node, message)`` pairs; :mod:`torchlens.analysis.lint.rules` attaches the code and
 the place. Every message names the places and says what grouping the user gets.
 """
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from fuzz import spec as S
-from fuzz.oracle import SpecError, expect
-from fuzz.render import STANDIN, TORCH
+from torchlens.fuzz import spec as S
+from torchlens.fuzz.oracle import SpecError, expect
+from torchlens.fuzz.render import STANDIN, TORCH
 
 X = S.Var()
 

@@ -9,15 +9,15 @@ The layers it forms must be the oracle's. Also checks the shrinker, which is tor
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
-from fuzz import spec as S
-from fuzz.oracle import SpecError, expect
-from fuzz.render import STANDIN
-from fuzz.shrink import shrink, size
-from fuzz.standin import run_standin
-from fuzz.strategies import specs
-from fuzz.walk import walk
+from torchlens.fuzz import spec as S
+from torchlens.fuzz.oracle import SpecError, TooLarge, expect
+from torchlens.fuzz.render import STANDIN
+from torchlens.fuzz.shrink import shrink, size
+from torchlens.fuzz.standin import run_standin
+from torchlens.fuzz.strategies import specs
+from torchlens.fuzz.walk import walk
 
 X = S.Var()
 
@@ -25,7 +25,12 @@ X = S.Var()
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs(STANDIN))
 def test_standin_keys_form_the_oracles_layers(model):
-    expected = expect(model, STANDIN)
+    # Specs the oracle refuses as too large are skipped, as the fuzz campaign skips them.
+    try:
+        expected = expect(model, STANDIN)
+    except TooLarge:
+        assume(False)
+        raise
     assert run_standin(model) == [(layer.func, layer.passes) for layer in expected.layers]
 
 

@@ -20,7 +20,7 @@ import inspect
 import linecache
 from types import SimpleNamespace
 
-from capture.standin import StandinRecorder, Value
+from torchlens.capture.standin import StandinRecorder, Value
 
 
 def ops(rec: StandinRecorder, *names: str) -> SimpleNamespace:

@@ -2,7 +2,7 @@
 
 import gc
 
-from analysis.sites import FILES_KEPT, PerCode, remember
+from torchlens.analysis.sites import FILES_KEPT, PerCode, remember
 
 
 def test_per_code_cache_forgets_code_that_died():

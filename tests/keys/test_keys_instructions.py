@@ -21,10 +21,10 @@ import pytest
 import standin_models as m
 from standin_models import call_copies, ops
 
-from analysis.fold310 import fold_map
-from analysis.sites import instruction_place
-from capture.frames import SKIP
-from capture.standin import StandinRecorder, Value
+from torchlens.analysis.fold310 import fold_map
+from torchlens.analysis.sites import instruction_place
+from torchlens.capture.frames import SKIP
+from torchlens.capture.standin import StandinRecorder, Value
 
 KEYS_DIR = Path(__file__).resolve().parent
 REPO = KEYS_DIR.parent.parent
@@ -144,7 +144,7 @@ def test_extended_arg_prefix_gives_the_instructions_place(register):
 NODEBUG_SCRIPT = """
 import json, sys
 import standin_models as m
-from capture.standin import StandinRecorder, Value
+from torchlens.capture.standin import StandinRecorder, Value
 
 out = {}
 def run(key, model, *args, **kw):

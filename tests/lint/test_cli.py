@@ -29,7 +29,7 @@ MODEL = textwrap.dedent("""\
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "analysis.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "torchlens", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
 
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from analysis.lint import LintConfig, lint_source
+from torchlens.analysis.lint import LintConfig, lint_source
 
 HEADER = """\
 import functools

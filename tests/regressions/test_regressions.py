@@ -1,7 +1,7 @@
 """Every model the fuzzer ever found failing, kept as a permanent test.
 
 Each ``case_*.py`` here is a shrunk generated model followed by what the oracle expects of its
-trace (``EXPECTED_LAYERS``, ``EXPECTED_CALLS``), as ``python -m fuzz`` prints it. To add one,
+trace (``EXPECTED_LAYERS``, ``EXPECTED_CALLS``), as ``python -m torchlens.fuzz`` prints it. To add one,
 paste the printed file here as ``case_<what>.py``. ``XFAIL`` names a capture bug not fixed
 yet (the test then must fail: strict); set it to ``None`` when the bug is fixed.
 """
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import torchlens as tl
-from fuzz.check import layer_rows
+from torchlens.fuzz.check import layer_rows
 
 CASES = sorted(Path(__file__).parent.glob("case_*.py"))
 

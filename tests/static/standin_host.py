@@ -1,4 +1,4 @@
-"""The stand-in recorder (:mod:`capture.standin`) as a prediction :class:`~analysis.host.Host`.
+"""The stand-in recorder (:mod:`torchlens.capture.standin`) as a prediction :class:`~analysis.host.Host`.
 
 A stand-in op (``rec.op(name)``) records ``name`` and returns its first argument; a
 :class:`~capture.standin.Value` is the tensor type, whose Python dunders record ``add``,
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from analysis.host import Host
-from analysis.values import Known, Value
-from capture import standin
-from capture.standin import Value as StandinValue
+from torchlens.analysis.host import Host
+from torchlens.analysis.values import Known, Value
+from torchlens.capture import standin
+from torchlens.capture.standin import Value as StandinValue
 
 #: Value's recording dunders -> the op name each records.
 _DUNDERS = {getattr(StandinValue, f"__{name}__"): name for name in ("add", "radd", "mul", "matmul", "getitem")}

@@ -17,10 +17,10 @@ import pytest
 import standin_models as m
 from standin_host import StandinHost
 
-from analysis.errors import SourceUnavailableError
-from analysis.predict import predict_function
-from analysis.source import source_file
-from capture.standin import StandinRecorder, Value
+from torchlens.analysis.errors import SourceUnavailableError
+from torchlens.analysis.predict import predict_function
+from torchlens.analysis.source import source_file
+from torchlens.capture.standin import StandinRecorder, Value
 
 
 def run_both(model, *args, names=("op",), value=False):

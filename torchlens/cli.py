@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .errors import TorchLensError
+from torchlens.analysis.errors import TorchLensError
 
 _EPILOG = "Run `torchlens COMMAND --help` for a command's options."
 
@@ -72,7 +72,7 @@ def _codes(text: str) -> tuple[str, ...]:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from .lint import RULES, as_json, as_text, lint_paths, load_config
+    from torchlens.analysis.lint import RULES, as_json, as_text, lint_paths, load_config
 
     if args.explain:
         rule = RULES.get(args.explain.upper())
@@ -102,7 +102,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from .predict import predict_target
+    from torchlens.analysis.predict import predict_target
 
     prediction = predict_target(args.target)
     print(json.dumps(prediction.to_json(), indent=2) if args.json else prediction)
