@@ -1,11 +1,27 @@
-"""The toolkit's error types (torch-free, in the lowest layer so every package can raise them).
+"""Every error type torchlens raises on purpose (torch-free, in the lowest layer).
 
-Every error torchlens raises on purpose is a :class:`TorchLensError`; each subclass also
-inherits the matching built-in, so ``except ValueError`` keeps working. Messages name the
-bad value and say what to do. ``torchlens.errors`` re-exports them.
+Every package raises from here; ``torchlens.errors`` (``tl.errors``) re-exports them all.
+Each subclass of :class:`TorchLensError` also inherits the matching built-in, so
+``except ValueError`` keeps working. Messages name the bad value and say what to do.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "TorchLensError",
+    "TorchLensTypeError",
+    "TorchLensValueError",
+    "CaptureThreadError",
+    "BufferWriteError",
+    "TraceInvariantError",
+    "ValidationError",
+    "SourceUnavailableError",
+    "PredictionError",
+    "OpaqueContainerError",
+    "ContainerFlattenError",
+    "ContainerKeyError",
+    "ContainerStructureError",
+]
 
 
 class TorchLensError(Exception):
@@ -20,8 +36,29 @@ class TorchLensValueError(TorchLensError, ValueError):
     """An argument of the right type but a bad value (an unknown label, a bad option)."""
 
 
+# -- capture ---------------------------------------------------------------------------------
+
+
 class CaptureThreadError(TorchLensError, RuntimeError):
     """A capture met a second Python thread (``nn.DataParallel``) or another capture."""
+
+
+class BufferWriteError(TorchLensError, RuntimeError):
+    """A registered buffer changed in a way the capture cannot journal (``.data = t``)."""
+
+
+# -- traces ----------------------------------------------------------------------------------
+
+
+class TraceInvariantError(TorchLensError, AssertionError):
+    """``Trace.check()`` found a broken invariant: a bug in torchlens, please report it."""
+
+
+class ValidationError(TorchLensError, AssertionError):
+    """``validate_forward_pass(strict=True)`` found an op whose replay differs."""
+
+
+# -- prediction ------------------------------------------------------------------------------
 
 
 class SourceUnavailableError(TorchLensError, ValueError):
@@ -30,3 +67,25 @@ class SourceUnavailableError(TorchLensError, ValueError):
 
 class PredictionError(TorchLensError, ValueError):
     """A prediction was asked of something it cannot predict (not a class, no such class)."""
+
+
+# -- containers ------------------------------------------------------------------------------
+
+
+class OpaqueContainerError(TorchLensError, TypeError):
+    """A recorded structure holds an object torchlens cannot rebuild (e.g. a ``DynamicCache``)."""
+
+
+class ContainerFlattenError(TorchLensError, TypeError):
+    """A ``flatten`` function given to ``tl.types.register_container`` raised or returned a bad value."""
+
+
+class ContainerKeyError(TorchLensError, KeyError):
+    """A key, field or position that the recorded container does not have."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class ContainerStructureError(TorchLensError, ValueError):
+    """``trace.run`` got a return value whose structure differs from the recorded one."""

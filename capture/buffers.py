@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import torch
 from torch import nn
 
-from torchlens.analysis.errors import TorchLensError
+from torchlens.analysis.errors import BufferWriteError
 
 from .record import RawOp
 
@@ -36,10 +36,6 @@ BUFFER = "buffer"
 REASSIGN, INPLACE, FUSED = "reassign", "inplace", "fused"
 #: Ops whose kernels update running statistics in place -> index of their training flag.
 FUSED_MUTATORS = {"batch_norm": 5, "instance_norm": 5}
-
-
-class BufferWriteError(TorchLensError, RuntimeError):
-    """A registered buffer changed in a way the capture cannot journal (``.data = t``)."""
 
 
 @dataclass(slots=True)

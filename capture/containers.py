@@ -19,6 +19,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from torchlens.analysis.errors import ContainerFlattenError
+
 from .opaque import tensors_inside
 
 #: Node kinds. ``ARGS`` is a call's positional and keyword arguments taken together.
@@ -214,8 +216,6 @@ class _Flattener:
         return _container(kind, tp, tuple(keys), tuple(self.node(v) for v in values), data)
 
     def _custom(self, value: Any, functions: tuple[Callable, Callable]) -> Node:
-        from torchlens.errors import ContainerFlattenError  # error path only: torchlens imports capture
-
         name = type(value).__qualname__
         try:
             children, aux = functions[0](value)

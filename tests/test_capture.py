@@ -103,8 +103,11 @@ def test_model_state_is_untouched():
         (lambda: tl.trace(nn.ReLU(), torch.ones(1), forward_kwargs=[1]), TorchLensTypeError),
         (lambda: tl.options.CaptureOptions(save_outputs="yes"), TorchLensTypeError),
         (lambda: tl.trace(nn.ReLU(), torch.ones(1))["relu_9"], TorchLensValueError),
+        (lambda: tl.trace(nn.ReLU(), torch.ones(1), check_prediction="yes"), TorchLensTypeError),
+        (lambda: tl.trace(nn.ReLU(), torch.ones(1)).validate_forward_pass(strict=1), TorchLensTypeError),
     ],
-    ids=["not-a-module", "options-dict", "kwargs-list", "bad-option-value", "unknown-label"],
+    ids=["not-a-module", "options-dict", "kwargs-list", "bad-option-value", "unknown-label", "check-prediction-not-bool",
+         "strict-not-bool"],
 )
 def test_bad_input_raises_a_typed_error(call, error):
     with pytest.raises(error) as info:

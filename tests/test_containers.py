@@ -162,7 +162,7 @@ def test_register_container_with_the_spec_pairbox():
 
 
 def test_register_container_rejects_bad_arguments():
-    with pytest.raises(TorchLensTypeError, match="needs a class"):
+    with pytest.raises(TorchLensTypeError, match="type_ must be a class"):
         tl.types.register_container(PairBox(1, 2), lambda v: ([], None), lambda a, c: None)
     with pytest.raises(TorchLensTypeError, match="dict is handled by torchlens itself"):
         tl.types.register_container(dict, lambda v: ([], None), lambda a, c: None)

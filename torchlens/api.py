@@ -7,10 +7,11 @@ from typing import Any, Optional
 
 from torch import nn
 
+from torchlens.analysis.arguments import check_bool, check_instance
 from torchlens.capture.session import capture_forward
 
 from .containers import ContainerRecords
-from .errors import CaptureThreadError, TorchLensTypeError
+from .errors import CaptureThreadError
 from .grouping import GROUPING_POLICY, group
 from .options import CaptureOptions, TraceOptions
 from .records import Param
@@ -34,7 +35,7 @@ def trace(
     With ``check_prediction=True`` the model is first predicted (``tl.predict``) and the
     trace's ``prediction`` is the comparison report (``trace.prediction.ok``).
     """
-    options = _validate(model, forward_kwargs, capture)
+    options = _validate(model, forward_kwargs, capture, check_prediction)
     if check_prediction:
         from .predict import predict
 
@@ -60,26 +61,19 @@ def trace(
     return result
 
 
-def _validate(model: Any, forward_kwargs: Any, capture: Any) -> CaptureOptions:
-    if not isinstance(model, nn.Module):
-        raise TorchLensTypeError(
-            f"tl.trace needs an nn.Module as its first argument, got {type(model).__name__}; "
-            "pass the model first and its inputs after it: tl.trace(model, x)"
-        )
+def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: Any) -> CaptureOptions:
+    check_instance("tl.trace(model, ...)", model, nn.Module, "an nn.Module",
+                   "pass the model first and its inputs after it: tl.trace(model, x)")
     if isinstance(model, nn.DataParallel):
         raise CaptureThreadError(
             "nn.DataParallel runs its replicas on several Python threads, which torchlens cannot "
             "capture; trace the wrapped model instead: tl.trace(model.module, x)"
         )
-    if forward_kwargs is not None and not isinstance(forward_kwargs, Mapping):
-        raise TorchLensTypeError(
-            f"forward_kwargs must be a mapping of keyword arguments for forward, got {type(forward_kwargs).__name__}"
-        )
+    if forward_kwargs is not None:
+        check_instance("tl.trace(forward_kwargs=...)", forward_kwargs, Mapping,
+                       "a mapping of keyword arguments for forward")
+    check_bool("tl.trace(check_prediction=...)", check_prediction)
     if capture is None:
         return CaptureOptions()
-    if not isinstance(capture, CaptureOptions):
-        raise TorchLensTypeError(
-            f"capture= takes a tl.options.CaptureOptions, got {type(capture).__name__}; "
-            "build one with tl.options.CaptureOptions(...)"
-        )
-    return capture
+    return check_instance("tl.trace(capture=...)", capture, CaptureOptions, "a tl.options.CaptureOptions",
+                          "build one with tl.options.CaptureOptions(...)")

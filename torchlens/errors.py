@@ -1,39 +1,24 @@
-"""Error types: every error torchlens raises on purpose is a :class:`TorchLensError`."""
+"""Error types (``tl.errors``): every error torchlens raises on purpose is a :class:`TorchLensError`.
 
-from torchlens.analysis.errors import CaptureThreadError, TorchLensError, TorchLensTypeError, TorchLensValueError
+They are defined torch-free in :mod:`torchlens.analysis.errors`, so every layer can raise
+them; this module is their public face.
+"""
 
+from torchlens.analysis.errors import (
+    BufferWriteError,
+    CaptureThreadError,
+    ContainerFlattenError,
+    ContainerKeyError,
+    ContainerStructureError,
+    OpaqueContainerError,
+    PredictionError,
+    SourceUnavailableError,
+    TorchLensError,
+    TorchLensTypeError,
+    TorchLensValueError,
+    TraceInvariantError,
+    ValidationError,
+    __all__,
+)
 
-class TraceInvariantError(TorchLensError, AssertionError):
-    """``Trace.check()`` found a broken invariant: a bug in torchlens, please report it."""
-
-
-class OpaqueContainerError(TorchLensError, TypeError):
-    """A recorded structure holds an object torchlens cannot rebuild (e.g. a ``DynamicCache``)."""
-
-
-class ContainerFlattenError(TorchLensError, TypeError):
-    """A ``flatten`` function given to ``tl.types.register_container`` raised or returned a bad value."""
-
-
-class ContainerKeyError(TorchLensError, KeyError):
-    """A key, field or position that the recorded container does not have."""
-
-    def __str__(self) -> str:  # KeyError would print the message quoted
-        return str(self.args[0]) if self.args else ""
-
-
-class ContainerStructureError(TorchLensError, ValueError):
-    """``trace.run`` got a return value whose structure differs from the recorded one."""
-
-
-__all__ = [
-    "TorchLensError",
-    "TorchLensTypeError",
-    "TorchLensValueError",
-    "CaptureThreadError",
-    "TraceInvariantError",
-    "OpaqueContainerError",
-    "ContainerFlattenError",
-    "ContainerKeyError",
-    "ContainerStructureError",
-]
+__all__ = list(__all__)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Union
 
-from .errors import TorchLensTypeError, TorchLensValueError
+from torchlens.analysis.arguments import check_bool, check_choice, check_whole
 
 #: Accepted values of ``CaptureOptions.show_buffers``.
 SHOW_BUFFERS = ("meaningful", "always")
@@ -40,34 +40,11 @@ class CaptureOptions:
     container_max_inline: int = 4
 
     def __post_init__(self) -> None:
-        if not isinstance(self.save_outputs, bool):
-            raise TorchLensTypeError(
-                f"CaptureOptions(save_outputs=...) must be True or False, got {self.save_outputs!r}"
-            )
-        if self.show_buffers not in SHOW_BUFFERS:
-            raise TorchLensValueError(
-                f"CaptureOptions(show_buffers=...) must be one of {', '.join(map(repr, SHOW_BUFFERS))}, "
-                f"got {self.show_buffers!r}"
-            )
-        _check_container_options(self)
-
-
-def _check_container_options(options: CaptureOptions) -> None:
-    if not isinstance(options.capture_container_structure, bool):
-        raise TorchLensTypeError(
-            "CaptureOptions(capture_container_structure=...) must be True or False, "
-            f"got {options.capture_container_structure!r}"
-        )
-    if options.show_containers is not False and options.show_containers not in SHOW_CONTAINERS:
-        raise TorchLensValueError(
-            f"CaptureOptions(show_containers=...) must be False or one of {', '.join(map(repr, SHOW_CONTAINERS))}, "
-            f"got {options.show_containers!r}"
-        )
-    max_inline = options.container_max_inline
-    if not isinstance(max_inline, int) or isinstance(max_inline, bool) or max_inline < 0:
-        raise TorchLensValueError(
-            f"CaptureOptions(container_max_inline=...) must be a whole number >= 0, got {max_inline!r}"
-        )
+        check_bool("CaptureOptions(save_outputs=...)", self.save_outputs)
+        check_choice("CaptureOptions(show_buffers=...)", self.show_buffers, SHOW_BUFFERS)
+        check_bool("CaptureOptions(capture_container_structure=...)", self.capture_container_structure)
+        check_choice("CaptureOptions(show_containers=...)", self.show_containers, SHOW_CONTAINERS, or_false=True)
+        check_whole("CaptureOptions(container_max_inline=...)", self.container_max_inline)
 
 
 @dataclass(frozen=True, slots=True)

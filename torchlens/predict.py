@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torch import nn
 
+from torchlens.analysis.arguments import wrong_type
 from torchlens.analysis.events import HookMark
 from torchlens.analysis.predict import predict_class, predict_module
 from torchlens.analysis.prediction import Prediction
 
-from .errors import TorchLensTypeError
 from .records import HookBoundary, Layer
 from .torch_host import TorchHost
 
@@ -39,10 +39,8 @@ def predict(model_or_class: Union[nn.Module, type], *inputs: Any, **forward_kwar
         return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), **forward_kwargs)
     if isinstance(model_or_class, type) and issubclass(model_or_class, nn.Module):
         return predict_class(model_or_class, *inputs, host=TorchHost(None), **forward_kwargs)
-    raise TorchLensTypeError(
-        f"tl.predict needs an nn.Module or an nn.Module subclass, got {type(model_or_class).__name__}; "
-        "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))"
-    )
+    raise wrong_type("tl.predict(model_or_class, ...)", model_or_class, "an nn.Module or an nn.Module subclass",
+                     "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import torch
 
+from torchlens.analysis.arguments import check_callable, check_instance
 from torchlens.capture.containers import register
 
 from .containers import Container
@@ -28,21 +29,14 @@ def register_container(
     >>> tl.types.register_container(PairBox, lambda b: ([b.left, b.right], None),
     ...                              lambda aux, children: PairBox(*children))
     """
-    if not isinstance(type_, type):
-        raise TorchLensTypeError(
-            f"register_container needs a class as its first argument, got {type(type_).__name__} {type_!r}"
-        )
+    check_instance("register_container(type_, flatten, unflatten): type_", type_, type, "a class")
     if issubclass(type_, torch.Tensor) or type_ in _BUILT_IN:
         raise TorchLensTypeError(
             f"{type_.__name__} is handled by torchlens itself and cannot be registered as a container; "
             "register your own class (a subclass of it works)"
         )
     for name, function in (("flatten", flatten), ("unflatten", unflatten)):
-        if not callable(function):
-            raise TorchLensTypeError(
-                f"register_container({type_.__name__}, flatten, unflatten): {name} must be callable, "
-                f"got {type(function).__name__}"
-            )
+        check_callable(f"register_container({type_.__name__}, flatten, unflatten): {name}", function)
     register(type_, flatten, unflatten)
 
 

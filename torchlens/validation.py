@@ -18,19 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from torchlens.analysis.arguments import check_bool
 from torchlens.capture.buffers import FUSED_MUTATORS
 from torchlens.capture.funcs import is_inplace
 from torchlens.capture.replay import substitute
 
-from .errors import TorchLensError, TorchLensValueError
+from .errors import TorchLensValueError, ValidationError
 
 if TYPE_CHECKING:
     from .records import Op
     from .trace import Trace
-
-
-class ValidationError(TorchLensError, AssertionError):
-    """``validate_forward_pass(strict=True)`` found an op whose replay differs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +53,7 @@ class ValidationReport:
 
 def validate_forward_pass(trace: "Trace", strict: bool = False) -> ValidationReport:
     """Replay ``trace`` from its saved inputs and compare every op's output."""
+    check_bool("validate_forward_pass(strict=...)", strict)
     if any(op.out is None for op in trace.ops):
         raise TorchLensValueError(
             "validate_forward_pass needs every op's output; this trace was captured with "
