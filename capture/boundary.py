@@ -23,8 +23,10 @@ from .record import INPUT, OUTPUT
 _CLAIM_ORDER = (MODEL_OUTPUT_ROLE, MODEL_INPUT, MODULE_OUTPUT, MODULE_INPUT)
 
 
-def record_inputs(capture: Any, args: tuple, kwargs: dict) -> None:
-    """Add an input op per new tensor leaf of the arguments; record their structure if asked."""
+def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """Add an input op per new tensor leaf of the arguments; record their structure if asked.
+
+    Returns the tensor leaves (the caller's tensors)."""
     flat = flatten_call(args, kwargs)
     ops = []
     for tensor in flat.leaves:
@@ -35,6 +37,7 @@ def record_inputs(capture: Any, args: tuple, kwargs: dict) -> None:
         ops.append(index)
     if capture.containers:
         capture.raw.containers.append(RawContainer(MODEL_INPUT, "input", flat.spec, ops))
+    return flat.leaves
 
 
 def record_output(capture: Any, output: Any) -> None:

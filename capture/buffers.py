@@ -161,7 +161,10 @@ class BufferJournal:
     # -- end of capture --------------------------------------------------------------------
 
     def finish(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Check nothing bypassed the journal; return ``address -> (initial, final)`` values."""
+        """Check nothing bypassed the journal; return ``address -> (initial, final)`` values.
+
+        The final value of a buffer no write reached is its starting snapshot; a written one's
+        is the live tensor, which the capture's ownership step copies once for the trace."""
         for address, (module, attr) in self.owner.items():
             now = module._buffers.get(attr)
             if now is not self.current[address] or storage_key(now) not in self.storage_of:
@@ -171,7 +174,8 @@ class BufferJournal:
                     f"reassignment and in-place ops); write `self.{attr} = tensor` or "
                     f"`self.{attr}.copy_(tensor)` instead"
                 )
-        return {a: (self.initial[a], self.current[a].detach().clone()) for a in self.current}
+        written = {a for a, versions in self.versions.items() if len(versions) > 1}
+        return {a: (self.initial[a], self.current[a] if a in written else self.initial[a]) for a in self.current}
 
 
 def storage_key(tensor: torch.Tensor) -> int:

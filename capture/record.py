@@ -86,7 +86,8 @@ class RawCapture:
     #: Recorded container roots (:class:`capture.containers.RawContainer`): the model output's
     #: always, first; the inputs' and module calls' with ``capture_container_structure``.
     containers: list = field(default_factory=list)
-    #: torch's CPU random state before the forward pass, so a replay draws the same numbers.
-    rng_state: Any = None
+    #: The global torch state the forward pass started under (random state, autocast, grad
+    #: mode, default dtype): :class:`capture.replay.GlobalState`, restored for a replay.
+    state: Any = None
     #: Buffer address -> (value before the forward pass, value after it).
     buffer_values: dict[str, tuple[Any, Any]] = field(default_factory=dict)

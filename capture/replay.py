@@ -1,11 +1,36 @@
-"""What a capture keeps of each torch call so the graph can be replayed op by op."""
+"""What a capture keeps of each torch call so the graph can be replayed op by op.
+
+A :class:`RecordedCall` owns what it holds: argument structures are copied when the call is
+recorded (a list the model appends to later is not the list the call saw), tensor arguments
+that an op produced are dropped at the end of the capture (replay reads them from that op's
+saved output), and every other tensor argument (a parameter, a module attribute, a constant)
+is replaced by a snapshot, so nothing the model or the caller does afterwards reaches it.
+:class:`GlobalState` is the global torch state the capture ran under, restored for a replay.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+import contextlib
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Optional
 
 import torch
+
+#: Device types whose autocast state a capture records.
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+class Produced:
+    """Stands for a tensor argument an op produced: replay reads that op's value instead."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<produced>"
+
+
+#: The one :class:`Produced` marker.
+PRODUCED = Produced()
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +40,8 @@ class RecordedCall:
     #: The callable torch dispatched (``torch.tanh``, ``Tensor.add``, a ScriptModule, a
     #: ``torch.func`` implementation).
     func: Callable
-    #: The arguments as passed (references: tensors are replaced on replay).
+    #: The arguments as passed, lists copied at call time; after the capture, :data:`PRODUCED`
+    #: for a tensor an op made and a snapshot for any other tensor.
     args: tuple
     kwargs: dict
     #: For each tensor argument, in :func:`substitute` order, the index of the op whose
@@ -26,6 +52,60 @@ class RecordedCall:
     snapshots: dict
 
 
+@dataclass(frozen=True, slots=True)
+class GlobalState:
+    """The global torch state a forward pass ran under: what a replay must run under too."""
+
+    #: torch's CPU random state before the forward pass, so a replay draws the same numbers.
+    rng: torch.Tensor
+    #: The CUDA random states, when CUDA was initialised (else ``None``).
+    cuda_rng: Optional[tuple]
+    #: ``(device type, enabled, dtype)`` of autocast per device type.
+    autocast: tuple[tuple[str, bool, torch.dtype], ...]
+    grad_enabled: bool
+    default_dtype: torch.dtype
+
+    @classmethod
+    def now(cls) -> "GlobalState":
+        """The current state."""
+        cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_initialized() else None
+        autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
+        return cls(torch.get_rng_state(), cuda, autocast, torch.is_grad_enabled(), torch.get_default_dtype())
+
+    @contextlib.contextmanager
+    def restored(self) -> Iterator[None]:
+        """Run the block under this state; put the state found before back afterwards."""
+        before = GlobalState.now()
+        try:
+            GlobalState._apply(self)
+            yield
+        finally:
+            GlobalState._apply(before)
+
+    @staticmethod
+    def _apply(state: "GlobalState") -> None:
+        torch.set_rng_state(state.rng)
+        if state.cuda_rng is not None and torch.cuda.is_initialized():
+            torch.cuda.set_rng_state_all(list(state.cuda_rng))
+        for device, enabled, dtype in state.autocast:
+            torch.set_autocast_enabled(device, enabled)
+            torch.set_autocast_dtype(device, dtype)
+        torch.set_grad_enabled(state.grad_enabled)
+        torch.set_default_dtype(state.default_dtype)
+
+
+def freeze(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments with every list argument copied, so later changes to a list the model
+    keeps (``feats.append(...)`` after ``torch.cat(feats, 1)``) do not reach the record."""
+    for value in args:
+        if type(value) is list:
+            args = tuple(list(v) if type(v) is list else v for v in args)
+            break
+    if kwargs:
+        kwargs = {k: list(v) if type(v) is list else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
 def tensor_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     """The tensor arguments of a call, in :func:`substitute` order."""
     found: list[torch.Tensor] = []
@@ -33,20 +113,33 @@ def tensor_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     return found
 
 
-def substitute(args: tuple, kwargs: dict, replace: Callable[[int, torch.Tensor], torch.Tensor]) -> tuple[tuple, dict]:
+def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) -> tuple[tuple, dict]:
     """Rebuild ``args``/``kwargs`` with ``replace(k, tensor)`` for the k-th tensor argument.
 
     The order is the capture's (``Capture._inputs_of``): positional, then keyword values, one
-    level into plain lists and tuples.
+    level into plain lists and tuples. A :data:`PRODUCED` marker counts as a tensor argument.
     """
     counter = iter(range(1 << 30))
 
+    def is_tensor(value: Any) -> bool:
+        return isinstance(value, torch.Tensor) or value is PRODUCED
+
     def one(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
+        if is_tensor(value):
             return replace(next(counter), value)
         if type(value) is list or type(value) is tuple:
-            return type(value)(replace(next(counter), v) if isinstance(v, torch.Tensor) else v for v in value)
+            return type(value)(replace(next(counter), v) if is_tensor(v) else v for v in value)
         return value
 
     new_args = tuple(one(a) for a in args)
     return new_args, {k: one(v) for k, v in kwargs.items()}
+
+
+def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor]) -> RecordedCall:
+    """The call as a trace keeps it: produced tensors dropped, every other tensor owned."""
+
+    def keep(k: int, tensor: Any) -> Any:
+        return own(tensor) if call.sources[k] == -1 else PRODUCED
+
+    args, kwargs = substitute(call.args, call.kwargs, keep)
+    return replace(call, args=args, kwargs=kwargs)

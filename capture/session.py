@@ -30,7 +30,8 @@ from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
 from .record import OP, OUTPUT, RawCapture, RawModule, RawOp
-from .replay import RecordedCall, tensor_args
+from .replay import GlobalState, RecordedCall, freeze, tensor_args
+from .snapshots import Ownership, snapshot
 from .threads import WorkerGuard, claim_capture, release_capture
 
 _Tensor = torch.Tensor
@@ -94,6 +95,8 @@ class Capture(TorchFunctionMode):
         for module in dict.fromkeys(model.modules()):
             self._module(module)
         self.buffers = BufferJournal(self, model)
+        #: Set by :func:`capture_forward` once the inputs are known.
+        self.ownership: Ownership
 
     # -- torch function mode -------------------------------------------------------------
 
@@ -111,8 +114,8 @@ class Capture(TorchFunctionMode):
         name = info.name
         if self.pending_name is not None:
             name, self.pending_name = self.pending_name, None
-        if info.inplace and self.save_outputs and args:
-            self.preserve(args[0])
+        if info.inplace and args:
+            self.preserve(args[0], inplace=True)
         fused = self.buffers.before_fused(name, args) if name in FUSED_MUTATORS else None
         try:
             out = func(*args, **kwargs)
@@ -123,6 +126,7 @@ class Capture(TorchFunctionMode):
             out = args[0]
         self._record(func, name, args, kwargs, out, sys._getframe(1))
         if info.inplace and args and isinstance(args[0], _Tensor):
+            self.ownership.after_write(self.raw, len(self.raw.ops) - 1)
             self.storage_writer[storage_key(args[0])] = len(self.raw.ops) - 1
             self.buffers.after_inplace(len(self.raw.ops) - 1, args[0])
         elif fused:
@@ -179,7 +183,8 @@ class Capture(TorchFunctionMode):
         parents = [s if s >= 0 else -s - 2 for s in sources if s != -1]
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
-        replay = RecordedCall(func, args, kwargs, sources, self._alias_snapshots(args, kwargs, sources))
+        snapshots = self._alias_snapshots(args, kwargs, sources)
+        replay = RecordedCall(func, *freeze(args, kwargs), sources, snapshots)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
                               tensor.dtype, parents, params, replay=replay))
@@ -240,12 +245,15 @@ class Capture(TorchFunctionMode):
             return {}
         return {k: t.clone() for k, t in enumerate(tensor_args(args, kwargs)) if sources[k] <= -2}
 
-    def preserve(self, target: Any) -> None:
-        """Copy the saved outputs an in-place write is about to change (same storage)."""
+    def preserve(self, target: Any, inplace: bool = False) -> None:
+        """Copy what a write is about to change: the saved outputs sharing its storage, and
+        the model state replays read from it (``inplace``: the op writing it is recorded next)."""
         if isinstance(target, _Tensor):
-            for index in self.by_storage.pop(storage_key(target), ()):
+            key = storage_key(target)
+            for index in self.by_storage.pop(key, ()):
                 op = self.raw.ops[index]
-                op.out = op.out.clone()
+                op.out = snapshot(op.out)
+            self.ownership.before_write(self.raw, target, key, inplace)
 
     def _site(self, frame) -> tuple[int, int, Optional[tuple[int, ...]]]:
         """Scope, module call and call-site chain of an op called from ``frame``."""
@@ -416,8 +424,8 @@ def capture_forward(
     capture = Capture(model, save_outputs, containers)
     claim_capture()
     try:
-        record_inputs(capture, args, kwargs)
-        capture.raw.rng_state = torch.get_rng_state()
+        capture.ownership = Ownership(model, record_inputs(capture, args, kwargs))
+        capture.raw.state = GlobalState.now()
         capture.install()
         try:
             with capture, capture.guard:
@@ -432,6 +440,7 @@ def capture_forward(
             raise capture.guard.refusal
         record_output(capture, output)
         capture.raw.buffer_values = capture.buffers.finish()
+        capture.ownership.settle(capture.raw, replayable=save_outputs)
     finally:
         release_capture()
     raw = capture.raw

@@ -53,7 +53,7 @@ def trace(
         tuple(layer.layer_label for layer in layers if layer.is_output),
         TraceOptions(options, GROUPING_POLICY),
         buffers=buffers,
-        _rng_state=raw.rng_state,
+        _state=raw.state,
         containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs or {}),
     )
     if check_prediction:

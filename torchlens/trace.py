@@ -64,7 +64,8 @@ class Trace:
     options: TraceOptions
     #: Buffer address -> :class:`Buffer` (every registered buffer of the model).
     buffers: Mapping[str, Buffer] = field(default_factory=dict)
-    _rng_state: Any = field(default=None, repr=False)
+    #: The global torch state the capture ran under (:class:`capture.replay.GlobalState`).
+    _state: Any = field(default=None, repr=False)
     #: The containers the capture recorded (the model output's always) and the traced model,
     #: for :meth:`reconstruct_output`, :meth:`run`, :meth:`output_at` and :meth:`input_at`.
     containers: Optional[ContainerRecords] = field(default=None, repr=False)

@@ -59,14 +59,8 @@ def validate_forward_pass(trace: "Trace", strict: bool = False) -> ValidationRep
             "validate_forward_pass needs every op's output; this trace was captured with "
             "CaptureOptions(save_outputs=False): trace again with the default options"
         )
-    saved_state = torch.get_rng_state()
-    try:
-        if trace._rng_state is not None:
-            torch.set_rng_state(trace._rng_state)
-        with torch.no_grad():
-            report = _Replay(trace).run()
-    finally:
-        torch.set_rng_state(saved_state)
+    with trace._state.restored(), torch.no_grad():
+        report = _Replay(trace).run()
     if strict and not report.ok:
         raise ValidationError(str(report))
     return report
@@ -123,8 +117,8 @@ class _Replay:
                 source = call.sources[k]
                 if source <= -2:
                     return call.snapshots[k].clone()
-                if source < 0:
-                    return tensor
+                if source < 0:  # a parameter or constant: the trace's snapshot
+                    return tensor.clone() if writes else tensor
                 value = self.values[source]
                 if writes:  # never write into a saved or replayed value
                     value = copies[source] = value.clone()

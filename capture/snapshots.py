@@ -1,0 +1,155 @@
+"""Ownership: after a capture, nothing a trace holds is shared with anything that can still change.
+
+Copying every saved tensor would double a trace's memory, so only what can still change is
+copied (spec: buffers.txt, "Replay never mutates capture truth"):
+
+* during the forward pass, an in-place write first copies the saved outputs sharing the
+  written storage (``Capture.preserve``), and the reads of model state it is about to change
+  (:meth:`Ownership.before_write`);
+* at the end, every saved tensor sharing storage with the model's state (parameters,
+  buffers, tensors in module attributes) or with the caller's inputs is copied, once per
+  tensor (:meth:`Ownership.settle`), as is every non-produced tensor a replay reads.
+
+Intermediate tensors only the trace still refers to are kept as they are, uncopied.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional
+
+import torch
+from torch import nn
+
+from .buffers import storage_key
+from .record import RawCapture
+from .replay import RecordedCall, settle_call, substitute
+
+#: Module attributes that are not the model's plain tensor state (parameters, buffers and
+#: children are read through their own accessors).
+_REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
+
+
+def state_storages(model: nn.Module, inputs: Iterable[torch.Tensor]) -> set[int]:
+    """Storages someone other than a trace can still write: the model's and the caller's."""
+    tensors = [*model.parameters(), *model.buffers(), *inputs]
+    for module in model.modules():
+        for name, value in vars(module).items():
+            if name not in _REGISTRIES:
+                tensors.extend(_tensors_in(value))
+    return {storage_key(t) for t in tensors}
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, torch.Tensor)]
+    return []
+
+
+def snapshot(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy owned by the trace: same values, own storage, outside autograd."""
+    with torch.no_grad():
+        return tensor.detach().clone()
+
+
+class Ownership:
+    """Makes one capture's saved tensors the trace's own."""
+
+    def __init__(self, model: nn.Module, inputs: Iterable[torch.Tensor]) -> None:
+        self.model = model
+        #: Storages of the model state and the inputs as the forward pass starts.
+        self.state = state_storages(model, inputs)
+        self.inputs = list(inputs)
+        self._copies: dict[int, torch.Tensor] = {}
+        #: The tensor an in-place op is about to write (model state) and its value before.
+        self._pending: Optional[tuple[torch.Tensor, torch.Tensor]] = None
+
+    def own(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` itself, or its snapshot (one per tensor) when it shares state storage."""
+        return self._copy(tensor) if storage_key(tensor) in self.state else tensor
+
+    def _copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        copy = self._copies.get(id(tensor))
+        if copy is None:
+            copy = self._copies[id(tensor)] = snapshot(tensor)
+            self._copies[id(copy)] = copy
+        return copy
+
+    def before_write(self, raw: RawCapture, target: torch.Tensor, key: int, inplace: bool) -> None:
+        """``target`` (storage ``key``) is about to be written. When it is model state (a
+        parameter updated inside ``forward``, e.g. an EMA), copy the reads of it that replays
+        keep, and, for an ``inplace`` op, its value for the writing call (:meth:`after_write`)."""
+        self._pending = None
+        if key not in self.state:
+            return
+        if inplace:
+            self._pending = (target, snapshot(target))
+            self._copies[id(self._pending[1])] = self._pending[1]
+        copies: dict[int, torch.Tensor] = {}
+
+        def copy(tensor: torch.Tensor) -> torch.Tensor:
+            if id(tensor) not in copies:
+                copies[id(tensor)] = snapshot(tensor)
+                self._copies[id(copies[id(tensor)])] = copies[id(tensor)]
+            return copies[id(tensor)]
+
+        for op in raw.ops:
+            call = op.replay
+            if call is not None and any(_reads(call, key)):
+                op.replay = _frozen(call, key, copy)
+
+    def after_write(self, raw: RawCapture, writer: int) -> None:
+        """The in-place op ``writer`` was recorded: it replays from the value it overwrote."""
+        if self._pending is None:
+            return
+        target, before = self._pending
+        self._pending = None
+        call = raw.ops[writer].replay
+        if call is not None:
+            frozen = _frozen(call, storage_key(target), lambda t: before if t is target else snapshot(t))
+            for op in raw.ops[writer::-1]:
+                if op.replay is not call:
+                    break
+                op.replay = frozen
+
+    def settle(self, raw: RawCapture, replayable: bool) -> None:
+        """Copy what can still change; keep replay arguments only when the trace can replay."""
+        self.state |= state_storages(self.model, self.inputs)  # buffers reassigned during forward
+        own = self.own
+        for op in raw.ops:
+            if op.out is not None:
+                op.out = own(op.out)
+        for root in raw.containers:
+            if root.values is not None:
+                root.values = tuple(own(t) for t in root.values)
+        raw.buffer_values = {a: (own(first), own(last)) for a, (first, last) in raw.buffer_values.items()}
+        settled: dict[int, Any] = {}
+        for op in raw.ops:
+            call = op.replay
+            if call is not None:
+                if id(call) not in settled:
+                    settled[id(call)] = settle_call(call, self._copy) if replayable else None
+                op.replay = settled[id(call)]
+
+
+def _reads(call: RecordedCall, key: int) -> list[bool]:
+    found: list[bool] = []
+
+    def check(k: int, tensor: Any) -> Any:
+        found.append(call.sources[k] == -1 and isinstance(tensor, torch.Tensor) and storage_key(tensor) == key)
+        return tensor
+
+    substitute(call.args, call.kwargs, check)
+    return found
+
+
+def _frozen(call: RecordedCall, key: int, copy: Callable[[torch.Tensor], torch.Tensor]) -> RecordedCall:
+    def freeze(k: int, tensor: Any) -> Any:
+        hit = call.sources[k] == -1 and isinstance(tensor, torch.Tensor) and storage_key(tensor) == key
+        return copy(tensor) if hit else tensor
+
+    args, kwargs = substitute(call.args, call.kwargs, freeze)
+    return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots)

@@ -1,0 +1,180 @@
+"""Issue 14 point 1: nothing a trace holds changes after ``tl.trace`` returns.
+
+Every saved tensor (op outputs, buffer versions and values, replay arguments, container
+leaves, inputs returned as outputs) is the trace's own; argument lists are frozen at call
+time; a replay runs under the global state the capture saw.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+import torchlens as tl
+
+
+class Stateful(nn.Module):
+    """Train-mode BatchNorm, an in-place buffer counter, a parameter read, dropout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.bn = nn.BatchNorm1d(4)
+        self.register_buffer("count", torch.zeros(1))
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        self.count.add_(1.0)
+        h = self.bn(self.lin(x)) * self.count
+        return self.drop(h), self.lin.weight.t()
+
+
+def saved_tensors(trace) -> dict[str, torch.Tensor]:
+    """Every tensor a user can read from the trace, by where it is read."""
+    found = {op.label: op.out for op in trace.ops}
+    for address, buffer in trace.buffers.items():
+        found[f"{address} initial"] = buffer.initial_value
+        found[f"{address} final"] = buffer.final_value
+    for k, value in enumerate(trace.reconstruct_output()):
+        found[f"output {k}"] = value
+    return {key: value.detach().clone() for key, value in found.items()}
+
+
+def assert_unchanged(trace, before: dict[str, torch.Tensor]) -> None:
+    after = saved_tensors(trace)
+    changed = [key for key in before if not torch.equal(before[key], after[key])]
+    assert not changed, f"saved values changed after capture: {changed}"
+    trace.check()
+    assert trace.validate_forward_pass(strict=True).ok
+
+
+def test_running_the_model_again_changes_nothing_saved():
+    torch.manual_seed(0)
+    model = Stateful().train()
+    x = torch.randn(8, 4)
+    trace = tl.trace(model, x)
+    before = saved_tensors(trace)
+    assert torch.equal(trace.buffers["count"].final_value, torch.ones(1))
+    for _ in range(2):
+        model(x)
+    assert torch.equal(model.count, torch.full((1,), 3.0))
+    assert_unchanged(trace, before)
+    assert torch.equal(trace["count:2"].out, torch.ones(1))
+
+
+def test_training_the_parameters_changes_nothing_saved():
+    torch.manual_seed(0)
+    model = Stateful().train()
+    x = torch.randn(8, 4)
+    trace = tl.trace(model, x)
+    before = saved_tensors(trace)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for _ in range(2):
+        optimizer.zero_grad()
+        out, _ = model(x)
+        out.sum().backward()
+        optimizer.step()
+    assert_unchanged(trace, before)
+
+
+class ReturnsInput(nn.Module):
+    def forward(self, x):
+        return x, x * 2
+
+
+def test_an_input_returned_as_output_is_not_the_callers_tensor():
+    x = torch.ones(3)
+    trace = tl.trace(ReturnsInput(), x)
+    x.add_(5.0)
+    assert torch.equal(trace["output_1"].out, torch.ones(3))
+    assert torch.equal(trace["input_1"].out, torch.ones(3))
+    assert torch.equal(trace.reconstruct_output()[0], torch.ones(3))
+    assert trace.validate_forward_pass(strict=True).ok
+
+
+class DenseList(nn.Module):
+    """DenseNet's pattern: concatenate a list the loop keeps appending to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4 * (k + 1), 4) for k in range(3))
+
+    def forward(self, x):
+        feats = [x]
+        for layer in self.layers:
+            feats.append(torch.relu(layer(torch.cat(feats, 1))))
+        feats[0] = feats[0] * 0  # replacing an item afterwards must not reach the record either
+        return torch.cat(feats, 1)
+
+
+def test_argument_lists_are_frozen_at_call_time():
+    torch.manual_seed(0)
+    trace = tl.trace(DenseList(), torch.randn(2, 4))
+    cats = [op for op in trace.ops if op.func_name == "cat"]
+    assert [tuple(op.shape) for op in cats] == [(2, 4), (2, 8), (2, 12), (2, 16)]
+    report = trace.validate_forward_pass(strict=True)
+    assert report.ok and report.checked == len(trace.ops) - len(trace.input_layers)
+
+
+class EmaInForward(nn.Module):
+    """Reads a parameter, then updates it in place inside ``forward`` (an EMA-style update)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        y = x * self.w
+        with torch.no_grad():
+            self.w.mul_(0.5)
+        return y + self.w
+
+
+def test_a_parameter_written_during_forward_replays_with_the_value_each_op_read():
+    trace = tl.trace(EmaInForward(), torch.ones(3))
+    assert torch.equal(trace.reconstruct_output(), torch.full((3,), 1.5))
+    assert trace.validate_forward_pass(strict=True).ok
+
+
+class Mixed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x)) @ self.lin.weight
+
+
+def test_replay_after_leaving_autocast_runs_under_the_captured_autocast():
+    torch.manual_seed(0)
+    model, x = Mixed(), torch.randn(2, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        trace = tl.trace(model, x)
+    assert trace["linear_1"].out.dtype == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")
+    assert trace.validate_forward_pass(strict=True).ok
+    assert not torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
+
+
+def test_replay_under_the_captured_default_dtype_and_grad_mode():
+    torch.manual_seed(0)
+    model, x = Mixed().double(), torch.randn(2, 4, dtype=torch.float64)
+    torch.set_default_dtype(torch.float64)
+    try:
+        with torch.no_grad():
+            trace = tl.trace(nn.Sequential(model), x)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert trace.validate_forward_pass(strict=True).ok
+    assert torch.get_default_dtype() == torch.float32 and torch.is_grad_enabled()
+
+
+def test_the_trace_holds_no_model_state():
+    torch.manual_seed(0)
+    model = Stateful().train()
+    trace = tl.trace(model, torch.randn(8, 4))
+    state = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
+    held = [op.out for op in trace.ops]
+    held += [b.initial_value for b in trace.buffers.values()] + [b.final_value for b in trace.buffers.values()]
+    held += [t for op in trace.ops if op._replay is not None for t in op._replay.args if isinstance(t, torch.Tensor)]
+    assert all(t.untyped_storage().data_ptr() not in state for t in held)
