@@ -9,16 +9,38 @@ modules, no hooks and no dispatch intrinsics.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, Callable, Optional, Sequence
 
 from .values import Value
 
-__all__ = ["Host", "CHECK", "DISPATCH", "TRANSFORM", "IDENTITY"]
+__all__ = ["Host", "Intrinsic", "Member"]
 
-#: Intrinsic kinds (:meth:`Host.intrinsic`): a ``has_torch_function*`` check, the
-#: ``handle_torch_function`` dispatcher, a transform boundary recorded as one op, and a
-#: decorator that returns the function it is given (``torch._dynamo.disable``).
-CHECK, DISPATCH, TRANSFORM, IDENTITY = "check", "dispatch", "transform", "identity"
+
+class Intrinsic(Enum):
+    """Library functions the interpreter models itself (:meth:`Host.intrinsic`)."""
+
+    #: A ``has_torch_function*`` check.
+    CHECK = "check"
+    #: The ``handle_torch_function`` dispatcher.
+    DISPATCH = "dispatch"
+    #: A transform boundary recorded as one op (``torch.func.vmap``).
+    TRANSFORM = "transform"
+    #: A decorator that returns the function it is given (``torch._dynamo.disable``).
+    IDENTITY = "identity"
+
+
+class Member(Enum):
+    """What an attribute of the tensor type is (:meth:`Host.tensor_attribute`)."""
+
+    #: A property that records an op (``.T``, ``.mT``).
+    OP = "op"
+    #: A method or operator dunder of the tensor type (a callable).
+    METHOD = "method"
+    #: A property holding another tensor (``.grad``, ``.data``).
+    TENSOR = "tensor"
+    #: Metadata, not an op (``.shape``, ``.dtype``).
+    QUERY = "query"
 
 
 class Host:
@@ -42,19 +64,20 @@ class Host:
         re-enters ``fn`` as Python (torch's own functions such as ``F.softmax``)."""
         return self.op_name(fn)
 
-    def intrinsic(self, fn: Any) -> Optional[str]:
-        """:data:`CHECK`, :data:`DISPATCH`, :data:`TRANSFORM`, :data:`IDENTITY` or ``None``."""
+    def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
+        """The kind of intrinsic ``fn`` is, or ``None``."""
         return None
 
     def constant_call(self, fn: Any) -> bool:
         """Whether ``fn`` may be called for real on concrete arguments (pure, tensor-free)."""
         return False
 
-    def tensor_attribute(self, name: str) -> tuple[str, Any]:
-        """``("op", name)`` for an op property (``.T``), ``("member", obj)`` for a method or
-        dunder of the tensor type, ``("query", None)`` for metadata (``.shape``)."""
+    def tensor_attribute(self, name: str) -> tuple[Member, Any]:
+        """``(OP, name)`` for an op property (``.T``), ``(METHOD, obj)`` for a method or
+        dunder of the tensor type, ``(TENSOR, None)`` for a tensor-valued property,
+        ``(QUERY, None)`` for metadata (``.shape``)."""
         member = getattr(self.tensor_type, name, None)
-        return ("member", member) if member is not None else ("query", None)
+        return (Member.METHOD, member) if member is not None else (Member.QUERY, None)
 
     def is_module(self, obj: Any) -> bool:
         """Whether calling ``obj`` is a module call (a new scope)."""

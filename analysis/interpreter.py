@@ -8,40 +8,58 @@ attribute writes go to an overlay, never to the model. Loops with a known iterab
 unrolled, so scopes, helpers and recursion are followed exactly as the capture sees them;
 what cannot be decided runs under a :class:`~analysis.passes.Count` saying so.
 
-This module holds the run's state and the call machinery; expressions are in
-:mod:`torchlens.analysis.evaluate`, statements in :mod:`torchlens.analysis.execute`, Python's builtins in
-:mod:`torchlens.analysis.pybuiltins`. Torch-free: a :class:`~analysis.host.Host` says what an op is.
+:class:`Interpreter` is one visitor over the syntax tree: ``eval_<Node>`` for expressions,
+``exec_<Node>`` for statements, ``b_<name>`` for the builtins it models, and the call
+machinery they share. Expressions: operators on tensors are op calls through the tensor
+type's dunders, at the operator's own instruction, with the reflected dunder when only the
+right operand is a tensor (``0.5 * x`` is ``rmul``); comprehensions run in their own frame on
+3.10/3.11 and inline on 3.12+ (PEP 709); a generator expression runs lazily from whoever
+consumes it. Statements: a branch whose condition is known runs alone; one the prediction
+cannot decide runs every arm under ``0..1``, except an arm that can only raise (argument
+checks); a loop over a known iterable is unrolled, one it cannot count runs its body once
+under a symbolic count. Builtins that call back (``sum``, ``map``, ``sorted``) run what they
+call from their caller's place, with no frame of their own, as CPython does.
+
+Pure helpers are free functions (:mod:`torchlens.analysis.values`, :mod:`torchlens.analysis.pybuiltins`).
+Torch-free: a :class:`~analysis.host.Host` says what an op is.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import copy
+import functools
 import inspect
+import sys
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from types import CodeType
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import SourceUnavailableError
-from .evaluate import Evaluator
 from .events import Event, Gap, HookMark, Link
-from .execute import Executor, Signal
-from .host import CHECK, DISPATCH, IDENTITY, TRANSFORM, Host
-from .passes import ONE, Count
-from .pybuiltins import Builtins
+from .host import Host, Intrinsic, Member
+from .passes import MAYBE, ONE, Count
+from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, MAX_UNROLL,
+                         MIRROR, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
+                         class_attr, hashable, is_pure, keep)
 from .sites import Place, collapse
-from .source import CALL_OPS, SourceFile, source_of_code
-from .values import (NONE, Bound, Dict, Function, Instance, Known, Opaque, Partial, Seq, Tensor,
-                     TensorTuple, Union, Value)
+from .source import CALL_OPS, SourceFile, source_of_code, source_text
+from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
+                     Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
+                     concrete_args, contains, element_of, identical, join, may_hold_tensor, truth, type_of)
 
-__all__ = ["Interpreter", "Frame", "Boundary", "Budget"]
+__all__ = ["Interpreter", "Frame", "Boundary", "Budget", "Signal", "Exit"]
 
 #: Interpreted calls nested deeper than this are not followed (a note says so).
 MAX_DEPTH = 80
 #: A code object repeated more than this many times in one chain stops (unbounded recursion).
 MAX_RECURSION = 24
-
+#: Iterations a ``while`` with a static test may run before the prediction gives up counting.
+MAX_WHILE = 10_000
 
 #: Standard-library modules whose Python functions are called for real on concrete arguments.
 _STDLIB_PURE = frozenset({"inspect", "typing", "dataclasses", "enum", "collections", "_collections_abc",
@@ -52,6 +70,23 @@ _SILENT = frozenset({"warnings", "logging"})
 
 class Budget(Exception):
     """Raised when a prediction runs past its step budget (a huge or looping program)."""
+
+
+class Exit(Enum):
+    """How a block ended early."""
+
+    RETURN = "return"
+    BREAK = "break"
+    CONTINUE = "continue"
+    RAISE = "raise"
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A block that ended early: how, and the value returned."""
+
+    kind: Exit
+    value: Value = NONE
 
 
 @dataclass(eq=False)
@@ -84,8 +119,13 @@ class Boundary:
     address: str
 
 
-class Interpreter(Evaluator, Executor, Builtins):
-    """One abstract run. Use :func:`analysis.predict.predict_call`."""
+#: Handler of a modelled builtin: ``None`` when it does not apply (then the builtin is called
+#: for real on concrete arguments, or the call is opaque).
+Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
+
+
+class Interpreter:
+    """One abstract run (the visitor). Use :mod:`torchlens.analysis.predict`."""
 
     def __init__(self, host: Host, max_steps: int = 1_000_000) -> None:
         self.host = host
@@ -100,6 +140,18 @@ class Interpreter(Evaluator, Executor, Builtins):
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
         self._keep: list[Any] = []
+        #: Builtins the run models itself, by the live builtin.
+        self.handlers: dict[Any, Handler] = {
+            builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
+            builtins.getattr: self.b_getattr, builtins.hasattr: self.b_hasattr, builtins.setattr: self.b_setattr,
+            builtins.super: self.b_super, builtins.tuple: self.b_sequence(tuple), builtins.list: self.b_sequence(list),
+            builtins.set: self.b_sequence(list), builtins.dict: self.b_dict, builtins.sum: self.b_sum,
+            builtins.map: self.b_map, builtins.zip: self.b_zip, builtins.enumerate: self.b_enumerate,
+            builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
+            builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.any: self.b_all_any(True),
+            builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps, copy.deepcopy: self.b_deepcopy,
+            functools.partial: self.b_partial, keep: self.b_keep,
+        }
 
     # -- state -------------------------------------------------------------------------------
 
@@ -194,31 +246,22 @@ class Interpreter(Evaluator, Executor, Builtins):
         if isinstance(fn, Instance):
             if fn.address is not None:
                 return self.module_call_instance(fn, list(args), kwargs)
-            call = self.lookup_class_attr(fn.cls, "__call__")
+            call = class_attr(fn.cls, "__call__")
             if call is not None:
                 return self.call(self.wrap(call), [fn, *args], kwargs)
         if isinstance(fn, Union):
             options = [v for v in fn.options if not isinstance(v, Opaque)]
             if options:
-                return self.join([self.call(v, args, kwargs) for v in options])
+                return join([self.call(v, args, kwargs) for v in options])
         if isinstance(fn, Tensor):
             return self.opaque_call(fn, args, kwargs, "calling a tensor")
         return self.opaque_call(fn, args, kwargs, getattr(fn, "why", "") or "call to an unknown value")
 
     def opaque_call(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value], why: str) -> Value:
         """A call the run cannot follow: a gap if tensors go in."""
-        if any(self.may_hold_tensor(v) for v in (*args, *kwargs.values())):
+        if any(may_hold_tensor(v) for v in (*args, *kwargs.values())):
             self.gap(why)
         return Opaque(why)
-
-    def may_hold_tensor(self, value: Value) -> bool:
-        if isinstance(value, (Tensor, TensorTuple, Opaque, Instance, Function)):
-            return not (isinstance(value, Opaque) and value.kind == "number")
-        if isinstance(value, Seq):
-            return any(self.may_hold_tensor(v) for v in value.items)
-        if isinstance(value, Dict):
-            return any(self.may_hold_tensor(v) for v in value.items.values())
-        return False
 
     def call_known(self, obj: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Call a concrete callable: an op, an intrinsic, a module, Python code or a builtin."""
@@ -241,7 +284,7 @@ class Interpreter(Evaluator, Executor, Builtins):
             if module in _SILENT:
                 return NONE
             if module in _STDLIB_PURE:
-                concrete = self.concrete_args(args, kwargs)
+                concrete = concrete_args(args, kwargs)
                 if concrete is not None:
                     try:
                         return self.wrap(obj(*concrete[0], **concrete[1]))
@@ -254,7 +297,7 @@ class Interpreter(Evaluator, Executor, Builtins):
         if isinstance(call, types.FunctionType):
             return self.run_live_function(call, [Known(obj), *args], kwargs)
         if getattr(obj, "__module__", None) == "builtins" or getattr(obj, "__self__", None) is not None \
-                and isinstance(obj, types.BuiltinMethodType) and not self.may_hold_tensor(Known(obj.__self__)):
+                and isinstance(obj, types.BuiltinMethodType) and not may_hold_tensor(Known(obj.__self__)):
             return Opaque(f"{_name(obj)} of unknown values")  # a builtin runs no op
         return self.opaque_call(obj, args, kwargs, f"{_name(obj)} cannot be read (no Python source)")
 
@@ -279,35 +322,36 @@ class Interpreter(Evaluator, Executor, Builtins):
         result = self.host.op_result(name, fn, args, make_tensor, make_tuple)
         if result is not None:
             return result
-        concrete = self.concrete_args(list(args), {})
+        concrete = concrete_args(list(args), {})
         if concrete is not None:  # a query (dim, size) of an input or parameter: read it
             try:
                 return self.wrap(fn(*concrete[0]))
             except Exception:  # noqa: BLE001
                 pass
-        return Opaque(f"result of {name}", "number")
+        return Opaque(f"result of {name}", Nature.NUMBER)
 
-    def call_intrinsic(self, kind: str, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        if kind == CHECK:  # has_torch_function*: True under a mode, except right after a bypass
+    def call_intrinsic(self, kind: Intrinsic, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        if kind is Intrinsic.CHECK:  # has_torch_function*: True under a mode, except right after a bypass
             if self.bypass_check:
                 self.bypass_check = False
                 return Known(False)
             return Known(True)
-        if kind == DISPATCH:  # handle_torch_function(public_api, relevant_args, *args, **kwargs)
+        if kind is Intrinsic.DISPATCH:  # handle_torch_function(public_api, relevant_args, *args, **kwargs)
             api = args[0] if args else Opaque("no public api")
             rest = args[2:]
-            name = self.host.dispatch_op(api.obj) if isinstance(api, Known) else None
-            if name is not None:
-                return self.call_op(name, api.obj, rest)
+            if isinstance(api, Known):
+                name = self.host.dispatch_op(api.obj)
+                if name is not None:
+                    return self.call_op(name, api.obj, rest)
             self.bypass_check = True  # torch's own Python re-entered past its check
             try:
                 return self.call(api, rest, kwargs)
             finally:
                 self.bypass_check = False
-        if kind == IDENTITY:
+        if kind is Intrinsic.IDENTITY:
             return args[0] if args else NONE
-        if kind == TRANSFORM:  # torch.func transform: one boundary op, nothing inside
-            return self.call_op(self.host.op_name(fn) or getattr(fn, "__name__", "transform"), fn, args)
+        if kind is Intrinsic.TRANSFORM:  # torch.func transform: one boundary op, nothing inside
+            return self.call_op(self.host.op_name(fn) or str(getattr(fn, "__name__", "transform")), fn, args)
         return Opaque(f"intrinsic {kind}")
 
     # -- modules -----------------------------------------------------------------------------
@@ -325,7 +369,7 @@ class Interpreter(Evaluator, Executor, Builtins):
         for hook in pre_hooks:
             result = self.run_hook(address, hook, [Known(module), Seq(list(args))])
             if not (isinstance(result, Known) and result.obj is None):
-                args = list(self.unpack(result, None)) if isinstance(result, Seq) else [result]
+                args = list(result.items) if isinstance(result, Seq) else [result]
         self.stack.append(Boundary(address))
         try:
             out = self.call(self.wrap(host.module_forward(module)), args, kwargs)
@@ -346,7 +390,7 @@ class Interpreter(Evaluator, Executor, Builtins):
 
     def module_call_instance(self, module: Instance, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """A call of a module built while reading ``__init__`` (prediction from a class)."""
-        forward = self.lookup_class_attr(module.cls, "forward")
+        forward = class_attr(module.cls, "forward")
         if forward is None:
             return self.opaque_call(module, args, kwargs, f"{module.cls.__name__} has no forward")
         self.stack.append(Boundary(module.address or "self"))
@@ -359,7 +403,7 @@ class Interpreter(Evaluator, Executor, Builtins):
         """``cls(...)``: an object built by reading ``__init__`` (a module when reading a class,
         or a plain Python object such as a cache made inside forward), else opaque."""
         if not self.host.is_module_class(cls):
-            init = self.lookup_class_attr(cls, "__init__")
+            init = class_attr(cls, "__init__")
             if cls.__new__ is object.__new__ and isinstance(init, types.FunctionType):
                 instance = Instance(cls)
                 self.run_live_function(init, [instance, *args], kwargs)
@@ -370,7 +414,7 @@ class Interpreter(Evaluator, Executor, Builtins):
         if items is not None:
             instance.items = items
             return instance
-        init = self.lookup_class_attr(cls, "__init__")
+        init = class_attr(cls, "__init__")
         if isinstance(init, types.FunctionType) and self.host.is_module_class(init_owner(cls, init)):
             saved, self.recording = self.recording, False
             try:
@@ -378,13 +422,6 @@ class Interpreter(Evaluator, Executor, Builtins):
             finally:
                 self.recording = saved
         return instance
-
-    @staticmethod
-    def lookup_class_attr(cls: type, name: str) -> Any:
-        for klass in getattr(cls, "__mro__", (cls,)):
-            if name in vars(klass):
-                return vars(klass)[name]
-        return None
 
     # -- Python functions --------------------------------------------------------------------
 
@@ -443,11 +480,11 @@ class Interpreter(Evaluator, Executor, Builtins):
             if isinstance(node, ast.Lambda):
                 return self.eval(node.body)
             signal = self.exec_block(node.body)  # type: ignore[attr-defined]
-            result = signal.value if isinstance(signal, Signal) and signal.kind == "return" else NONE
-            if isinstance(signal, Signal) and signal.kind == "raise":
+            result = signal.value if isinstance(signal, Signal) and signal.kind is Exit.RETURN else NONE
+            if isinstance(signal, Signal) and signal.kind is Exit.RAISE:
                 result = Opaque(f"{code.co_name} raises")
             if frame.maybe_returns:
-                result = self.join([*frame.maybe_returns, result])
+                result = join([*frame.maybe_returns, result])
             return result
         finally:
             self.mult = saved
@@ -485,6 +522,1104 @@ class Interpreter(Evaluator, Executor, Builtins):
             frame.at = frame.source.place(node, CALL_OPS)
 
 
+    """Mixin of :class:`analysis.interpreter.Interpreter`: evaluates expression nodes."""
+
+    def eval(self, node: ast.AST) -> Value:
+        method = getattr(self, "eval_" + type(node).__name__, None)
+        if method is None:
+            return Opaque(f"{type(node).__name__} expression")
+        return method(node)
+
+    # -- leaves ------------------------------------------------------------------------------
+
+    def eval_Constant(self, node: ast.Constant) -> Value:
+        return Known(node.value)
+
+    def eval_Name(self, node: ast.Name) -> Value:
+        return self.lookup(node.id)
+
+    def lookup(self, name: str) -> Value:
+        frame = self.frame
+        if frame is None:
+            return Opaque(f"name {name}")
+        if name in frame.locals:
+            return frame.locals[name]
+        for scope in frame.enclosing:
+            if name in scope:
+                return scope[name]
+        if name in frame.globals:
+            return self.wrap(frame.globals[name])
+        builtins_ = frame.globals.get("__builtins__", builtins)
+        table = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
+        if name in table:
+            return Known(table[name])
+        return Opaque(f"name {name} is not defined")
+
+    def eval_JoinedStr(self, node: ast.JoinedStr) -> Value:
+        return Opaque("an f-string", Nature.NUMBER)
+
+    def eval_Slice(self, node: ast.Slice) -> Value:
+        parts = [self.eval(p) if p is not None else NONE for p in (node.lower, node.upper, node.step)]
+        bounds = [p.obj for p in parts if isinstance(p, Known)]
+        if len(bounds) == len(parts):
+            return Known(slice(*bounds))
+        return Opaque("a slice with unknown bounds", Nature.NUMBER)
+
+    def eval_Index(self, node: Any) -> Value:  # Python < 3.9 trees only
+        return self.eval(node.value)
+
+    def eval_NamedExpr(self, node: ast.NamedExpr) -> Value:
+        value = self.eval(node.value)
+        self.assign(node.target, value)
+        return value
+
+    def eval_Starred(self, node: ast.Starred) -> Value:
+        return self.eval(node.value)
+
+    def eval_Await(self, node: ast.Await) -> Value:
+        return Opaque("await")
+
+    # -- containers --------------------------------------------------------------------------
+
+    def eval_Tuple(self, node: ast.Tuple) -> Value:
+        return Seq(self.elements(node.elts), tuple)
+
+    def eval_List(self, node: ast.List) -> Value:
+        return Seq(self.elements(node.elts), list)
+
+    def eval_Set(self, node: ast.Set) -> Value:
+        return Seq(self.elements(node.elts), list)
+
+    def elements(self, elts: list[ast.expr]) -> list[Value]:
+        out: list[Value] = []
+        for elt in elts:
+            if isinstance(elt, ast.Starred):
+                items = self.unpack(self.eval(elt.value), None)
+                out.extend(items if items is not None else [Opaque("starred items")])
+            else:
+                out.append(self.eval(elt))
+        return out
+
+    def eval_Dict(self, node: ast.Dict) -> Value:
+        out = Dict()
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                merged = self.eval(value)
+                if isinstance(merged, Dict):
+                    out.items.update(merged.items)
+                elif isinstance(merged, Known) and isinstance(merged.obj, dict):
+                    out.items.update((k, self.wrap(v)) for k, v in merged.obj.items())
+                continue
+            k = self.eval(key)
+            out.items[k.obj if isinstance(k, Known) else object()] = self.eval(value)
+        return out
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def eval_Call(self, node: ast.Call) -> Value:
+        fn = self.eval(node.func)
+        args = self.elements(node.args)
+        kwargs: dict[str, Value] = {}
+        for keyword in node.keywords:
+            value = self.eval(keyword.value)
+            if keyword.arg is not None:
+                kwargs[keyword.arg] = value
+            elif isinstance(value, Dict):
+                kwargs.update((k, v) for k, v in value.items.items() if isinstance(k, str))
+            elif isinstance(value, Known) and isinstance(value.obj, dict):
+                kwargs.update((k, self.wrap(v)) for k, v in value.obj.items())
+        self.call_place(node)
+        return self.call(fn, args, kwargs)
+
+    # -- attributes --------------------------------------------------------------------------
+
+    def eval_Attribute(self, node: ast.Attribute) -> Value:
+        return self.attribute(self.eval(node.value), node.attr, node)
+
+    def attribute(self, value: Value, name: str, node: Optional[ast.AST] = None) -> Value:
+        """``value.name``; a Python property is read by running its getter."""
+        if isinstance(value, Tensor):
+            return self.tensor_attribute(value, name, node)
+        if isinstance(value, Known):
+            return self.known_attribute(value.obj, name, node)
+        if isinstance(value, Instance):
+            return self.instance_attribute(value, name, node)
+        if isinstance(value, (Seq, Dict)):
+            return Bound(Known(PyMethod(name)), value)
+        if isinstance(value, Function):
+            return value.attrs.get(name, Opaque(f"attribute {name} of a function"))
+        if isinstance(value, Union):
+            known = [v for v in value.options if not isinstance(v, Opaque)] or list(value.options)
+            return join([self.attribute(v, name, node) for v in known])
+        return Opaque(f"attribute {name} of an unknown value", value.kind if isinstance(value, Opaque) else Nature.ANY)
+
+    def tensor_attribute(self, value: Tensor, name: str, node: Optional[ast.AST]) -> Value:
+        kind, what = self.host.tensor_attribute(name)
+        if kind is Member.OP:
+            self.at_node(node, ATTR_LOAD)
+            return self.call_op(what, name, [value])
+        if kind is Member.METHOD:
+            return Bound(self.wrap(what), value)
+        if kind is Member.TENSOR:
+            return Tensor()
+        if value.live is not None:  # metadata of an input or parameter: read it
+            try:
+                return self.wrap(getattr(value.live, name))
+            except Exception:  # noqa: BLE001
+                pass
+        return Opaque(f"tensor attribute {name}", Nature.NUMBER)
+
+    def known_attribute(self, obj: Any, name: str, node: Optional[ast.AST]) -> Value:
+        key = (id(obj), name)
+        if key in self.overlay:
+            return self.overlay[key]
+        if isinstance(obj, SuperRef):
+            return self.super_attribute(obj, name)
+        if not isinstance(obj, type):
+            static = class_attr(type(obj), name)
+            if isinstance(static, property) and inspect.isfunction(static.fget):
+                self.at_node(node, ATTR_LOAD)
+                return self.call(Known(static.fget), [Known(obj)], {})
+        try:
+            return self.wrap(getattr(obj, name))
+        except Exception:  # noqa: BLE001 - any failing getattr is "no such attribute" here
+            return Opaque(f"{type(obj).__name__} has no attribute {name}")
+
+    def super_attribute(self, ref: SuperRef, name: str) -> Value:
+        """``super().name``: looked up after ``ref.owner`` in the receiver's MRO."""
+        receiver = ref.receiver
+        cls = receiver.cls if isinstance(receiver, Instance) else (
+            type(receiver.obj) if isinstance(receiver, Known) else ref.owner)
+        mro = list(getattr(cls, "__mro__", (ref.owner,)))
+        start = mro.index(ref.owner) + 1 if ref.owner in mro else 0
+        for klass in mro[start:]:
+            if name in vars(klass):
+                found = vars(klass)[name]
+                if isinstance(found, property) and inspect.isfunction(found.fget):
+                    return self.call(Known(found.fget), [receiver], {})
+                if isinstance(found, staticmethod):
+                    return self.wrap(found.__func__)
+                if isinstance(found, classmethod):
+                    return Bound(self.wrap(found.__func__), Known(cls))
+                if callable(found):
+                    return Bound(self.wrap(found), receiver)
+                return self.wrap(found)
+        return Opaque(f"super() has no attribute {name}")
+
+    def instance_attribute(self, inst: Instance, name: str, node: Optional[ast.AST]) -> Value:
+        if name in inst.attrs:
+            return inst.attrs[name]
+        static = class_attr(inst.cls, name)
+        if static is None:
+            if name == "training":
+                return TRUE
+            return Opaque(f"{inst.cls.__name__}.{name} is not set by __init__")
+        if isinstance(static, property) and inspect.isfunction(static.fget):
+            self.at_node(node, ATTR_LOAD)
+            return self.call(Known(static.fget), [inst], {})
+        if isinstance(static, staticmethod):
+            return self.wrap(static.__func__)
+        if isinstance(static, classmethod):
+            return Bound(self.wrap(static.__func__), Known(inst.cls))
+        if inspect.isfunction(static):
+            return Bound(Known(static), inst)
+        return self.wrap(static)
+
+    def set_attribute(self, target: Value, name: str, value: Value) -> None:
+        """``target.name = value``: recorded on abstract objects, overlaid on live ones."""
+        if isinstance(target, Instance):
+            target.attrs[name] = value
+        elif isinstance(target, Known):
+            self.overlay[(id(target.obj), name)] = value
+            self._keep.append(target.obj)
+        elif isinstance(target, Function):
+            target.attrs[name] = value
+
+    def name_children(self, module: Instance, seen: Optional[set] = None) -> None:
+        """Address every submodule as ``named_modules()`` does: depth first, first name wins."""
+        seen = set() if seen is None else seen
+        seen.add(id(module))
+        prefix = "" if module.address == "self" else f"{module.address}."
+        for key, child in [*module.attrs.items(), *(module.items or {}).items()]:
+            if isinstance(child, Instance) and self.host.is_module_class(child.cls) and id(child) not in seen:
+                child.address = f"{prefix}{key}"
+                self.name_children(child, seen)
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def eval_BinOp(self, node: ast.BinOp) -> Value:
+        left, right = self.eval(node.left), self.eval(node.right)
+        return self.binop(BINOPS[type(node.op)], left, right, node, BINARY)
+
+    def binop(self, op: str, left: Value, right: Value, node: Optional[ast.AST], opnames: frozenset,
+              inplace: bool = False) -> Value:
+        """``left <op> right`` (``op`` a dunder stem: ``add``, ``lt``)."""
+        if isinstance(left, Union) or isinstance(right, Union):
+            lefts = left.options if isinstance(left, Union) else (left,)
+            rights = right.options if isinstance(right, Union) else (right,)
+            if any(isinstance(v, Tensor) for v in (*lefts, *rights)):
+                left = next((v for v in lefts if isinstance(v, Tensor)), lefts[0])
+                right = next((v for v in rights if isinstance(v, Tensor)), rights[0])
+        tensor_left = isinstance(left, Tensor) or (isinstance(left, Opaque) and left.kind is Nature.ANY
+                                                   and isinstance(right, Tensor))
+        if tensor_left or isinstance(right, Tensor):
+            if tensor_left:
+                dunder, args = (f"__i{op}__" if inplace else f"__{op}__"), [left, right]
+                if inplace and self.host.tensor_attribute(dunder)[0] is not Member.METHOD:
+                    dunder = f"__{op}__"
+            else:
+                reflected = MIRROR.get(op)
+                dunder = f"__{reflected}__" if reflected else f"__r{op}__"
+                args = [right, left]
+            kind, member = self.host.tensor_attribute(dunder)
+            if kind is not Member.METHOD:
+                return Opaque(f"no tensor operator {dunder}")
+            self.at_node(node, opnames)
+            return self.call(self.wrap(member), args, {})
+        if isinstance(left, Known) and isinstance(right, Known) and isinstance(left.obj, PLAIN) \
+                and isinstance(right.obj, PLAIN):
+            try:
+                return Known(CONCRETE[op](left.obj, right.obj))
+            except Exception:  # noqa: BLE001 - the program would raise here; we only predict
+                return Opaque(f"{op} failed", Nature.NUMBER)
+        if isinstance(left, Seq) and isinstance(right, Seq) and op == "add":
+            return Seq(left.items + right.items, left.kind)
+        if isinstance(left, Seq) and isinstance(right, Known) and op == "mul" and isinstance(right.obj, int):
+            return Seq(left.items * right.obj, left.kind)
+        numberish = all(isinstance(v, Known) or (isinstance(v, Opaque) and v.kind is Nature.NUMBER)
+                        for v in (left, right))
+        return Opaque(f"{op} of unknown values", Nature.NUMBER if numberish else Nature.ANY)
+
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
+        operand = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            known = truth(operand)
+            return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
+        stem, compute = UNARY[type(node.op)]
+        if isinstance(operand, Tensor):
+            kind, member = self.host.tensor_attribute(f"__{stem}__")
+            if kind is not Member.METHOD:
+                return Opaque(f"no tensor operator {stem}")
+            self.at_node(node, UNARY_OPS)
+            return self.call(self.wrap(member), [operand], {})
+        if isinstance(operand, Known) and isinstance(operand.obj, PLAIN):
+            try:
+                return Known(compute(operand.obj))
+            except Exception:  # noqa: BLE001
+                return Opaque(f"{stem} failed", Nature.NUMBER)
+        return Opaque(f"{stem} of an unknown value", operand.kind if isinstance(operand, Opaque) else Nature.ANY)
+
+    def eval_Compare(self, node: ast.Compare) -> Value:
+        left = self.eval(node.left)
+        result: Value = TRUE
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self.eval(comparator)
+            value = self.compare(op, left, right, node)
+            known = truth(value)
+            if known is False:
+                return value if len(node.ops) == 1 else FALSE
+            result = value if len(node.ops) == 1 or known is None else result
+            left = right
+        return result
+
+    def compare(self, op: ast.cmpop, left: Value, right: Value, node: ast.AST) -> Value:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            same = identical(left, right)
+            if same is None:
+                return Opaque("identity of unknown values", Nature.NUMBER)
+            return Known(same if isinstance(op, ast.Is) else not same)
+        if isinstance(op, (ast.In, ast.NotIn)):
+            found = contains(right, left)
+            if found is None:
+                return Opaque("membership of unknown values", Nature.NUMBER)
+            return Known(found if isinstance(op, ast.In) else not found)
+        return self.binop(COMPARE[type(op)], left, right, node, COMPARE_OPS)
+
+    def eval_BoolOp(self, node: ast.BoolOp) -> Value:
+        stop_on = isinstance(node.op, ast.Or)  # `or` stops at the first true value
+        values: list[Value] = []
+        uncertain = False
+        for expr in node.values:
+            if uncertain:
+                with self.scaled(MAYBE):
+                    value = self.eval(expr)
+            else:
+                value = self.eval(expr)
+            known = truth(value)
+            if known is stop_on and not uncertain:
+                return value
+            if known is None:
+                uncertain = True
+            values.append(value)
+        return join(values) if uncertain else values[-1]
+
+    def eval_IfExp(self, node: ast.IfExp) -> Value:
+        known = truth(self.eval(node.test))
+        if known is True:
+            return self.eval(node.body)
+        if known is False:
+            return self.eval(node.orelse)
+        with self.scaled(MAYBE):
+            return join([self.eval(node.body), self.eval(node.orelse)])
+
+    # -- subscripts --------------------------------------------------------------------------
+
+    def eval_Subscript(self, node: ast.Subscript) -> Value:
+        return self.subscript(self.eval(node.value), self.eval(node.slice), node)
+
+    def subscript(self, value: Value, index: Value, node: Optional[ast.AST]) -> Value:
+        if isinstance(value, Tensor):
+            kind, member = self.host.tensor_attribute("__getitem__")
+            self.at_node(node, SUBSCR_LOAD)
+            return self.call(self.wrap(member), [value, index], {}) if kind is Member.METHOD else Tensor()
+        if isinstance(value, Union):
+            return join([self.subscript(v, index, node) for v in value.options])
+        key = index.obj if isinstance(index, Known) else None
+        if isinstance(value, TensorTuple):
+            if isinstance(key, int) and key >= 0:
+                value.resolve(key + 1)
+            return Tensor() if isinstance(key, int) else Opaque("a slice of several outputs")
+        if isinstance(value, Seq) and isinstance(key, slice):
+            return Seq(value.items[key], value.kind)
+        if isinstance(value, Seq) and isinstance(key, int):
+            try:
+                return value.items[key]
+            except IndexError:
+                return Opaque("index out of range")
+        if isinstance(value, Dict) and isinstance(index, Known):
+            return value.items.get(key, Opaque(f"key {key!r} not set"))
+        if isinstance(value, Instance) and value.items is not None and isinstance(index, Known):
+            items = list(value.items.values())
+            if isinstance(key, int) and -len(items) <= key < len(items):
+                return items[key]
+            return value.items.get(str(key), Opaque(f"item {key!r}"))
+        if isinstance(value, Known) and isinstance(index, Known):
+            try:
+                return self.wrap(value.obj[key])
+            except Exception:  # noqa: BLE001
+                return Opaque(f"item {key!r} of {type(value.obj).__name__}")
+        return Opaque("item of an unknown value", value.kind if isinstance(value, Opaque) else Nature.ANY)
+
+    # -- comprehensions ----------------------------------------------------------------------
+
+    def eval_ListComp(self, node: ast.ListComp) -> Value:
+        return Seq(self.comprehension(node, lambda: [self.eval(node.elt)]), list)
+
+    def eval_SetComp(self, node: ast.SetComp) -> Value:
+        return Seq(self.comprehension(node, lambda: [self.eval(node.elt)]), list)
+
+    def eval_DictComp(self, node: ast.DictComp) -> Value:
+        pairs = self.comprehension(node, lambda: [Seq([self.eval(node.key), self.eval(node.value)])])
+        out = Dict()
+        for pair in pairs:
+            key, value = pair.items  # type: ignore[attr-defined]
+            out.items[key.obj if isinstance(key, Known) else object()] = value
+        return out
+
+    def comprehension(self, node: Any, element: Callable[[], list[Value]]) -> list[Value]:
+        """Run a list/set/dict comprehension, in its own frame where CPython makes one."""
+        frame = self.frame
+        code = frame.source.codes.get(id(node)) if frame is not None else None
+        if code is None or frame is None:  # 3.12+: inlined into the enclosing code
+            with self.inline_scope(node):
+                return list(self.generators(node.generators, 0, element, None))
+        first = self.eval(node.generators[0].iter)
+        frame.at = frame.source.place(node, CALL_OPS)  # the call that runs its code (≤3.11)
+        own = self.child_frame(frame, code, node)
+        self.stack.append(own)
+        try:
+            return list(self.generators(node.generators, 0, element, first))
+        finally:
+            self.stack.pop()
+
+    def eval_GeneratorExp(self, node: ast.GeneratorExp) -> Value:
+        frame = self.frame
+        if frame is None:
+            return Opaque("a generator outside any frame")
+        code = frame.source.codes.get(id(node))
+        first = self.eval(node.generators[0].iter)
+        own = self.child_frame(frame, code, node) if code is not None else None
+
+        def start() -> Iterator[Value]:
+            items = self.generators(node.generators, 0, lambda: [self.eval(node.elt)], first)
+            while True:
+                if own is not None:
+                    self.stack.append(own)
+                try:
+                    value = next(items)
+                except StopIteration:
+                    return
+                finally:
+                    if own is not None:
+                        self.stack.pop()
+                yield value
+
+        return Lazy(start, f"generator expression at line {node.lineno}")
+
+    def child_frame(self, frame: Frame, code: Any, node: ast.AST) -> Frame:
+        return Frame(code, frame.source, node, {}, [frame.locals, *frame.enclosing], frame.globals)
+
+    @contextmanager
+    def inline_scope(self, node: Any) -> Iterator[None]:
+        """An inlined comprehension's variables do not leak (PEP 709): restore them after."""
+        frame = self.frame
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        saved = {n: frame.locals[n] for n in names if frame is not None and n in frame.locals}
+        try:
+            yield
+        finally:
+            if frame is not None:
+                for n in names:
+                    frame.locals.pop(n, None)
+                frame.locals.update(saved)
+
+    def generators(self, gens: list[ast.comprehension], k: int, element: Callable[[], list[Value]],
+                   first: Optional[Value]) -> Iterator[Value]:
+        """Items of ``gens[k:]``: iterate, filter, recurse, then evaluate the element."""
+        if k == len(gens):
+            yield from element()
+            return
+        gen = gens[k]
+        source = first if k == 0 and first is not None else self.eval(gen.iter)
+        items = self.iterate(source)
+        count: Optional[Count] = None
+        if items is None:
+            count = Count(0, None, source_text(gen.iter), f"{source_text(gen.iter)} has no static length")
+            items = iter([element_of(source)])
+        for item in items:
+            self.step()
+            saved = self.mult
+            if count is not None:
+                self.mult = saved * count
+            self.assign(gen.target, item)
+            decided = True
+            for cond in gen.ifs:
+                known = truth(self.eval(cond))
+                if known is False:
+                    decided = False
+                    break
+                if known is None:
+                    self.mult = self.mult * MAYBE
+            if decided:
+                yield from self.generators(gens, k + 1, element, None)
+            self.mult = saved
+
+    # -- small helpers -----------------------------------------------------------------------
+
+    def at_node(self, node: Optional[ast.AST], opnames: frozenset) -> None:
+        frame = self.frame
+        if frame is not None and node is not None:
+            frame.at = frame.source.place(node, opnames)
+
+    """Mixin of :class:`analysis.interpreter.Interpreter`: executes statement nodes."""
+
+    def exec_block(self, body: list[ast.stmt]) -> Optional[Signal]:
+        for stmt in body:
+            self.step()
+            method = getattr(self, "exec_" + type(stmt).__name__, None)
+            signal = method(stmt) if method is not None else None
+            if signal is not None:
+                return signal
+        return None
+
+    # -- simple statements -------------------------------------------------------------------
+
+    def exec_Expr(self, node: ast.Expr) -> None:
+        self.eval(node.value)
+
+    def exec_Assign(self, node: ast.Assign) -> None:
+        value = self.eval(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def exec_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assign(node.target, self.eval(node.value))
+
+    def exec_AugAssign(self, node: ast.AugAssign) -> None:
+        current = self.eval(node.target)  # its load shares the target's instructions
+        value = self.binop(BINOPS[type(node.op)], current, self.eval(node.value), node, BINARY, inplace=True)
+        self.assign(node.target, value)
+
+    def exec_Return(self, node: ast.Return) -> Signal:
+        return Signal(Exit.RETURN, self.eval(node.value) if node.value is not None else NONE)
+
+    def exec_Raise(self, node: ast.Raise) -> Signal:
+        return Signal(Exit.RAISE)
+
+    def exec_Break(self, node: ast.Break) -> Signal:
+        return Signal(Exit.BREAK)
+
+    def exec_Continue(self, node: ast.Continue) -> Signal:
+        return Signal(Exit.CONTINUE)
+
+    def exec_Assert(self, node: ast.Assert) -> None:
+        self.eval(node.test)
+
+    def exec_Delete(self, node: ast.Delete) -> None:
+        frame = self.frame
+        for target in node.targets:
+            if isinstance(target, ast.Name) and frame is not None:
+                frame.locals.pop(target.id, None)
+
+    def exec_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            name = alias.asname or alias.name.split(".")[0]
+            module = sys.modules.get(alias.name if alias.asname else alias.name.split(".")[0])
+            self.bind_name(name, Known(module) if module is not None else Opaque(f"module {alias.name}"))
+
+    def exec_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = sys.modules.get(node.module or "")
+        for alias in node.names:
+            value = getattr(module, alias.name, None) if module is not None else None
+            self.bind_name(alias.asname or alias.name, self.wrap(value) if value is not None
+                           else Opaque(f"{node.module}.{alias.name}"))
+
+    def exec_FunctionDef(self, node: ast.FunctionDef) -> None:
+        frame = self.frame
+        if frame is None:
+            return
+        code = frame.source.codes.get(id(node))
+        if code is None:
+            self.bind_name(node.name, Opaque(f"function {node.name} without code"))
+            return
+        fn: Value = self.make_function(node, code)
+        for decorator in reversed(node.decorator_list):
+            deco = self.eval(decorator)
+            frame.at = frame.source.place(decorator, CALL_OPS)
+            fn = self.call(deco, [fn], {})
+        self.bind_name(node.name, fn)
+
+    exec_AsyncFunctionDef = exec_FunctionDef
+
+    def exec_ClassDef(self, node: ast.ClassDef) -> None:
+        self.bind_name(node.name, Opaque(f"class {node.name} defined in a function"))
+
+    def make_function(self, node: Any, code: Any) -> Function:
+        frame = self.frame
+        assert frame is not None
+        spec = node.args
+        defaults = [self.eval(d) for d in spec.defaults]
+        kw_defaults = {a.arg: self.eval(d) for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None}
+        return Function(node, code, frame.source, frame.globals, [frame.locals, *frame.enclosing],
+                        defaults, kw_defaults)
+
+    def eval_Lambda(self, node: ast.Lambda) -> Value:
+        frame = self.frame
+        code = frame.source.codes.get(id(node)) if frame is not None else None
+        if code is None:
+            return Opaque("a lambda without code")
+        return self.make_function(node, code)
+
+    def bind_name(self, name: str, value: Value) -> None:
+        frame = self.frame
+        if frame is not None:
+            frame.locals[name] = value
+
+    # -- assignment --------------------------------------------------------------------------
+
+    def assign(self, target: ast.AST, value: Value) -> None:
+        if isinstance(target, ast.Name):
+            self.bind_name(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.assign_many(target.elts, value)
+        elif isinstance(target, ast.Attribute):
+            self.set_attribute(self.eval(target.value), target.attr, value)
+        elif isinstance(target, ast.Subscript):
+            self.store_item(self.eval(target.value), self.eval(target.slice), value, target)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, value)
+
+    def assign_many(self, targets: list[ast.expr], value: Value) -> None:
+        star = next((k for k, t in enumerate(targets) if isinstance(t, ast.Starred)), None)
+        items = self.unpack(value, None if star is not None else len(targets))
+        if items is None:
+            items = [element_of(value)] * len(targets)
+        if star is None:
+            items = (items + [Opaque("missing item")] * len(targets))[: len(targets)]
+            for target, item in zip(targets, items):
+                self.assign(target, item)
+            return
+        after = len(targets) - star - 1
+        head, rest = items[:star], items[star:]
+        middle, tail = (rest[: len(rest) - after], rest[len(rest) - after:]) if after else (rest, [])
+        for target, item in zip(targets[:star], head):
+            self.assign(target, item)
+        self.assign(targets[star], Seq(list(middle), list))
+        for target, item in zip(targets[star + 1:], tail):
+            self.assign(target, item)
+
+    def store_item(self, container: Value, index: Value, value: Value, node: ast.AST) -> None:
+        if isinstance(container, Tensor):
+            kind, member = self.host.tensor_attribute("__setitem__")
+            if kind is Member.METHOD:
+                self.at_node(node, SUBSCR_STORE)
+                self.call(self.wrap(member), [container, index, value], {})
+        elif isinstance(container, Dict):
+            container.items[index.obj if isinstance(index, Known) else object()] = value
+        elif isinstance(container, Seq) and isinstance(index, Known) and isinstance(index.obj, int):
+            if -len(container.items) <= index.obj < len(container.items):
+                container.items[index.obj] = value
+
+    # -- branches ----------------------------------------------------------------------------
+
+    def exec_If(self, node: ast.If) -> Optional[Signal]:
+        known = truth(self.eval(node.test))
+        if known is True:
+            return self.exec_block(node.body)
+        if known is False:
+            return self.exec_block(node.orelse)
+        return self.fork([node.body, node.orelse])
+
+    def fork(self, blocks: list[list[ast.stmt]]) -> Optional[Signal]:
+        """Run arms of a branch the prediction cannot decide, each under ``0..1``."""
+        live = [b for b in blocks if not _always_raises(b)]
+        if len(live) <= 1:
+            return self.exec_block(live[0]) if live else Signal(Exit.RAISE)
+        frame = self.frame
+        if frame is None:
+            return None
+        base = frame.locals
+        outcomes: list[tuple[dict, Optional[Signal]]] = []
+        for block in live:
+            frame.locals = dict(base)
+            with self.scaled(MAYBE):
+                signal = self.exec_block(block)
+            outcomes.append((frame.locals, signal))
+        through = [env for env, signal in outcomes if signal is None]
+        merged = self.merge([env for env, _ in outcomes] if not through else through, base)
+        base.clear()
+        base.update(merged)
+        frame.locals = base
+        if not through:
+            kinds = {signal.kind for _, signal in outcomes if signal is not None}
+            values = [signal.value for _, signal in outcomes if signal is not None]
+            kind = Exit.RETURN if Exit.RETURN in kinds else kinds.pop()
+            return Signal(kind, join(values) if kind is Exit.RETURN else NONE)
+        for _, signal in outcomes:
+            if signal is not None and signal.kind is Exit.RETURN:
+                frame.maybe_returns.append(signal.value)
+        if len(through) < len(outcomes):
+            self.mult = self.mult * MAYBE  # what follows runs on some paths only
+        return None
+
+    def merge(self, envs: list[dict], base: dict) -> dict:
+        """Variables after a fork; a tensor from before it stands for all its versions, which
+        keeps identities (``q is k``) that held before the branch."""
+        out: dict[str, Value] = {}
+        for name in dict.fromkeys(name for env in envs for name in env):
+            options = [env.get(name, Opaque(f"{name} unbound on some path")) for env in envs]
+            before = base.get(name)
+            if isinstance(before, Tensor) and all(isinstance(v, Tensor) for v in options):
+                out[name] = before
+            else:
+                out[name] = join(options)
+        return out
+
+    # -- loops -------------------------------------------------------------------------------
+
+    def exec_For(self, node: ast.For) -> Optional[Signal]:
+        source = self.eval(node.iter)
+        items = self.iterate(source)
+        saved = self.mult
+        frame = self.frame
+        returns_before = len(frame.maybe_returns) if frame is not None else 0
+        if items is None:
+            count = Count(0, None, source_text(node.iter), f"{source_text(node.iter)} has no static length")
+            with self.scaled(count):
+                self.assign(node.target, element_of(source))
+                signal = self.exec_block(node.body)
+            return signal if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE) else None
+        broke = False
+        while True:
+            self.at_node(node, FOR_ITER)  # a lazy iterator resumes from the loop's FOR_ITER
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            self.assign(node.target, item)
+            signal = self.exec_block(node.body)
+            if signal is not None and signal.kind is Exit.BREAK:
+                broke = True
+                break
+            if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE):
+                return signal
+        if frame is not None and len(frame.maybe_returns) == returns_before:
+            self.mult = saved
+        return None if broke else self.exec_block(node.orelse)
+
+    exec_AsyncFor = exec_For
+
+    def exec_While(self, node: ast.While) -> Optional[Signal]:
+        saved = self.mult
+        for _ in range(MAX_WHILE):
+            start = len(self.events)
+            known = truth(self.eval(node.test))
+            if known is False:
+                return self.exec_block(node.orelse)
+            if known is None:
+                note = f"while at line {node.lineno}: its test is not static"
+                tests = Count(1, None, "N+1", note)
+                for event in self.events[start:]:
+                    event.count = event.count * tests
+                with self.scaled(Count(0, None, "N", note)):
+                    signal = self.exec_block(node.body)
+                self.mult = saved
+                return signal if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE) else None
+            signal = self.exec_block(node.body)
+            if signal is not None and signal.kind is Exit.BREAK:
+                return None
+            if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE):
+                return signal
+        return None
+
+    # -- try, with ---------------------------------------------------------------------------
+
+    def exec_Try(self, node: Any) -> Optional[Signal]:
+        signal = self.exec_block(node.body)
+        if signal is not None and signal.kind is Exit.RAISE and node.handlers:
+            signal = self.exec_block(node.handlers[0].body)
+        elif signal is None:
+            signal = self.exec_block(node.orelse)
+        final = self.exec_block(node.finalbody)
+        return final if final is not None else signal
+
+    exec_TryStar = exec_Try
+
+    def exec_With(self, node: ast.With) -> Optional[Signal]:
+        for item in node.items:
+            self.eval(item.context_expr)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, Opaque("a context manager's value"))
+        return self.exec_block(node.body)
+
+    exec_AsyncWith = exec_With
+
+
+    """Mixin of :class:`analysis.interpreter.Interpreter`: builtins and iteration."""
+
+    # -- iteration ---------------------------------------------------------------------------
+
+    def iterate(self, value: Value) -> Optional[Iterator[Value]]:
+        """A Python iterator over the items of ``value``, or ``None`` when they are unknown."""
+        if isinstance(value, Seq):
+            return iter(list(value.items))
+        if isinstance(value, Dict):
+            return iter([Known(k) for k in value.items if type(k) is not object])
+        if isinstance(value, Lazy):
+            return value.start()
+        if isinstance(value, Instance) and value.items is not None:
+            return iter(list(value.items.values()))
+        if isinstance(value, TensorTuple) and value.count is not None:
+            return iter([Tensor() for _ in range(value.count)])
+        if isinstance(value, Known):
+            obj = value.obj
+            if isinstance(obj, (types.GeneratorType, Iterator)) and not isinstance(obj, range):
+                return None  # iterating it would consume the live iterator
+            try:
+                if len(obj) > MAX_UNROLL:
+                    return None
+                return iter([self.wrap(item) for item in obj])
+            except Exception:  # noqa: BLE001 - not sized or not iterable
+                return None
+        return None
+
+    def unpack(self, value: Value, count: Optional[int]) -> Optional[list[Value]]:
+        """``a, b = value``: the items, or ``None`` when unknown."""
+        if isinstance(value, TensorTuple):
+            if count is not None:
+                value.resolve(count)
+                return [Tensor() for _ in range(count)]
+            return None if value.count is None else [Tensor() for _ in range(value.count)]
+        if isinstance(value, Tensor):
+            return [Tensor() for _ in range(count)] if count is not None else None
+        items = self.iterate(value)
+        if items is None:
+            return [element_of(value) for _ in range(count)] if count is not None else None
+        return list(items)
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def call_builtin(self, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+        """Model a builtin or library call; ``None`` when ``fn`` is not one."""
+        if isinstance(fn, PyMethod):
+            return self.container_method(fn.name, args[0], args[1:], kwargs)
+        handler = self.handlers.get(fn) if hashable(fn) else None
+        if handler is not None:
+            result = handler(args, kwargs)
+            if result is not None:
+                return result
+        if isinstance(fn, functools.partial):
+            return self.call(self.wrap(fn.func), [*(self.wrap(a) for a in fn.args), *args],
+                             {**{k: self.wrap(v) for k, v in fn.keywords.items()}, **kwargs})
+        if is_pure(fn) or self.host.constant_call(fn):
+            plain = concrete_args(args, kwargs)
+            if plain is not None:
+                try:
+                    return self.wrap(fn(*plain[0], **plain[1]))
+                except Exception:  # noqa: BLE001 - the program would raise; predict nothing
+                    return Opaque(f"{getattr(fn, '__name__', fn)} raised", Nature.NUMBER)
+            if fn in NUMERIC or getattr(fn, "__module__", "") in PURE_MODULES:
+                return Opaque(f"{getattr(fn, '__name__', fn)} of unknown values", Nature.NUMBER)
+        return None
+
+    def container_method(self, name: str, receiver: Value, args: list[Value], kwargs: dict) -> Value:
+        """Methods of the lists, tuples and dicts the code builds (``kwargs.get``, ``xs.append``)."""
+        first = args[0] if args else NONE
+        key = first.obj if isinstance(first, Known) else object()
+        if isinstance(receiver, Dict):
+            items = receiver.items
+            if name == "get":
+                return items.get(key, args[1] if len(args) > 1 else NONE) if isinstance(first, Known) else Opaque("get")
+            if name == "pop":
+                default = args[1] if len(args) > 1 else Opaque(f"missing key {key!r}")
+                return items.pop(key, default) if isinstance(first, Known) else Opaque("pop")
+            if name == "setdefault":
+                return items.setdefault(key, args[1] if len(args) > 1 else NONE)
+            if name == "update":
+                other = first if isinstance(first, Dict) else Dict()
+                items.update(other.items)
+                items.update(kwargs)
+                return NONE
+            if name in ("keys", "values", "items", "copy"):
+                known = {k: v for k, v in items.items() if type(k) is not object}
+                if name == "copy":
+                    return Dict(dict(items))
+                listed: dict[str, list[Value]] = {
+                    "keys": [Known(k) for k in known], "values": list(known.values()),
+                    "items": [Seq([Known(k), v]) for k, v in known.items()]}
+                return Seq(listed[name], list)
+        if isinstance(receiver, Seq):
+            if name == "append":
+                receiver.items.append(first)
+                return NONE
+            if name == "extend":
+                more = self.unpack(first, None)
+                receiver.items.extend(more or [])
+                return NONE
+            if name == "insert" and len(args) == 2 and isinstance(first, Known):
+                receiver.items.insert(first.obj, args[1])
+                return NONE
+            if name == "pop" and receiver.items:
+                return receiver.items.pop(key if isinstance(key, int) else -1)
+            if name == "copy":
+                return Seq(list(receiver.items), receiver.kind)
+            if name in ("index", "count"):
+                ok, obj = concrete(receiver)
+                return Known(getattr(obj, name)(first.obj)) if ok and isinstance(first, Known) else Opaque(name, Nature.NUMBER)
+        return Opaque(f"method {name} of a container", Nature.ANY)
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    def b_len(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if not args or isinstance(args[0], (Known, Lazy)):
+            return None  # concrete: called for real
+        items = self.iterate(args[0])
+        if items is not None:
+            return Known(len(list(items)))
+        return None
+
+    def b_isinstance(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if len(args) != 2 or not isinstance(args[1], (Known, Seq)):
+            return None
+        ok, classes = concrete(args[1])
+        if not ok:
+            return None
+        subject = args[0]
+        kind = type_of(subject, self.host.tensor_type)
+        if kind is None:
+            if isinstance(subject, Union):
+                answers = {self.b_isinstance([o, args[1]], {}).obj for o in subject.options  # type: ignore[union-attr]
+                           if type_of(o, self.host.tensor_type) is not None}
+                if len(answers) == 1 and all(type_of(o, self.host.tensor_type) is not None for o in subject.options):
+                    return Known(answers.pop())
+            return Opaque("isinstance of an unknown value", Nature.NUMBER)
+        try:
+            return Known(issubclass(kind, classes))
+        except TypeError:
+            return None
+
+    def b_type(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        kind = type_of(args[0], self.host.tensor_type) if len(args) == 1 else None
+        return Known(kind) if kind is not None else None
+
+    def b_getattr(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if len(args) < 2 or not isinstance(args[1], Known):
+            return None
+        value = self.attribute(args[0], args[1].obj)
+        if isinstance(value, Opaque) and len(args) > 2 and self.lacks(args[0], args[1].obj):
+            return args[2]
+        return value
+
+    def b_hasattr(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if len(args) != 2 or not isinstance(args[1], Known) or isinstance(args[0], Known):
+            return None
+        if isinstance(args[0], Tensor):
+            return Known(hasattr(self.host.tensor_type, args[1].obj))
+        return Known(not self.lacks(args[0], args[1].obj)) if isinstance(args[0], Instance) else None
+
+    def lacks(self, value: Value, name: str) -> bool:
+        """Whether ``value`` certainly has no attribute ``name``."""
+        if isinstance(value, Known):
+            return (id(value.obj), name) not in self.overlay and not hasattr(value.obj, name)
+        if isinstance(value, Instance):
+            return name not in value.attrs and all(name not in vars(k) for k in value.cls.__mro__)
+        return False
+
+    def b_setattr(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if len(args) == 3 and isinstance(args[1], Known):
+            self.set_attribute(args[0], args[1].obj, args[2])
+            return NONE
+        return None
+
+    def b_super(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        frame = self.frame
+        if args:
+            ok, owner = concrete(args[0])
+            receiver = args[1] if len(args) > 1 else NONE
+            return Known(SuperRef(owner, receiver)) if ok else None
+        if frame is None or frame.owner is None:
+            return None
+        spec = frame.node.args  # type: ignore[attr-defined]
+        names = [a.arg for a in (*spec.posonlyargs, *spec.args)]
+        receiver = frame.locals.get(names[0], NONE) if names else NONE
+        return Known(SuperRef(frame.owner, receiver))
+
+    def b_sequence(self, kind: type) -> Handler:
+        def build(args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+            if not args:
+                return Seq([], kind)
+            if isinstance(args[0], Known):
+                return None  # concrete: called for real
+            items = self.unpack(args[0], None)
+            return Seq(items, kind) if items is not None else Opaque(f"{kind.__name__} of unknown items")
+        return build
+
+    def b_dict(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if args and isinstance(args[0], Dict):
+            return Dict({**args[0].items, **kwargs})
+        if not args:
+            return Dict(dict(kwargs))
+        return None
+
+    def b_sum(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if not args or isinstance(args[0], Known):
+            return None
+        items = self.iterate(args[0])
+        if items is None:
+            return Opaque("sum of unknown items")
+        total = args[1] if len(args) > 1 else kwargs.get("start", Known(0))
+        for item in items:  # C sum: each addition runs at the sum(...) call's place
+            total = self.binop("add", total, item, None, frozenset())
+        return total
+
+    def b_map(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if len(args) < 2:
+            return None
+        fn, sources = args[0], args[1:]
+
+        def start() -> Iterator[Value]:
+            iters = [self.iterate(s) for s in sources]
+            if any(it is None for it in iters):
+                return
+            for items in zip(*iters):  # type: ignore[arg-type]
+                yield self.call(fn, list(items), {})
+
+        return Lazy(start, "map")
+
+    def b_zip(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+
+        def start() -> Iterator[Value]:
+            iters = [self.iterate(a) for a in args]
+            if any(it is None for it in iters):
+                return
+            for items in zip(*iters):  # type: ignore[arg-type]
+                yield Seq(list(items))
+
+        return Lazy(start, "zip")
+
+    def b_enumerate(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if not args:
+            return None
+        begin = args[1].obj if len(args) > 1 and isinstance(args[1], Known) else 0
+
+        def start() -> Iterator[Value]:
+            items = self.iterate(args[0])
+            for k, item in enumerate(items or (), begin):
+                yield Seq([Known(k), item])
+
+        return Lazy(start, "enumerate")
+
+    def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if not args or isinstance(args[0], Known):
+            return None
+        items = self.unpack(args[0], None)
+        return Seq(list(reversed(items)), list) if items is not None else Opaque("reversed of unknown items")
+
+    def b_iter(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if len(args) != 1 or isinstance(args[0], Known):
+            return None
+        value = args[0]
+        return Lazy(lambda: self.iterate(value) or iter(()), "iter")
+
+    def b_next(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        return Opaque("next of an iterator")
+
+    def b_print(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        return NONE
+
+    def b_all_any(self, want: bool) -> Handler:
+        def decide(args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+            if not args or isinstance(args[0], Known):
+                return None
+            items = self.iterate(args[0])
+            if items is None:
+                return Opaque("any/all of unknown items", Nature.NUMBER)
+            unknown = False
+            for item in items:
+                known = truth(item)
+                if known is want:
+                    return Known(want)
+                unknown = unknown or known is None
+            return Opaque("any/all undecided", Nature.NUMBER) if unknown else Known(not want)
+        return decide
+
+    def b_wraps(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``functools.wraps(f)``: a decorator that returns the wrapper itself."""
+        return Known(keep)
+
+    def b_partial(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        return Partial(args[0], list(args[1:]), dict(kwargs)) if args else None
+
+    def b_deepcopy(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``copy.deepcopy`` of an object built from ``__init__``: a distinct object, same shape."""
+        if not args or not isinstance(args[0], Instance):
+            return None
+        memo: dict[int, Value] = {}
+
+        def clone(value: Value) -> Value:
+            if not isinstance(value, Instance):
+                return value
+            if id(value) not in memo:
+                copied = memo[id(value)] = Instance(value.cls)
+                copied.attrs = {k: clone(v) for k, v in value.attrs.items()}
+                copied.items = None if value.items is None else {k: clone(v) for k, v in value.items.items()}
+            return memo[id(value)]
+
+        return clone(args[0])
+
+    def b_abs(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``abs(t)`` calls the tensor type's ``__abs__`` from C, at the ``abs(...)`` call."""
+        if len(args) != 1 or not isinstance(args[0], Tensor):
+            return None
+        kind, member = self.host.tensor_attribute("__abs__")
+        return self.call(self.wrap(member), [args[0]], {}) if kind is Member.METHOD else None
+
+    def b_keep(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        return args[0] if args else NONE
+
+
+
 def init_owner(cls: type, init: Any) -> type:
     """The class in ``cls``'s MRO that defines ``init``."""
     for klass in cls.__mro__:
@@ -501,5 +1636,10 @@ def _lookup(scopes: list[dict[str, Value]], name: str) -> Optional[Value]:
 
 
 def _name(obj: Any) -> str:
-    return getattr(obj, "__qualname__", None) or getattr(type(obj), "__qualname__", type(obj).__name__)
+    return str(getattr(obj, "__qualname__", None) or getattr(type(obj), "__qualname__", type(obj).__name__))
 
+
+def _always_raises(block: list[ast.stmt]) -> bool:
+    """An arm that can only raise (argument checks): the prediction takes it as not run."""
+    return bool(block) and isinstance(block[-1], ast.Raise) and not any(
+        isinstance(n, (ast.Return, ast.Break, ast.Continue)) for stmt in block for n in ast.walk(stmt))

@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 from .errors import PredictionError, SourceUnavailableError
 from .host import Host
 from .interpreter import Boundary, Budget, Interpreter
+from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
 from .values import Instance, Tensor, Value
 
@@ -56,7 +57,7 @@ def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), **kw
         raise PredictionError(f"could not read how {cls.__qualname__} is built")
     instance.address = "self"
     run.name_children(instance)
-    forward = run.lookup_class_attr(cls, "forward")
+    forward = class_attr(cls, "forward")
     values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=True)
     return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False)
 

@@ -12,12 +12,24 @@ consumer's place, as CPython runs them.
 from __future__ import annotations
 
 import ast
+import types
 from dataclasses import dataclass, field
-from types import CodeType
+from enum import Enum
 from typing import Any, Callable, Iterator, Optional
 
 __all__ = ["Value", "Known", "Tensor", "TensorTuple", "Opaque", "Seq", "Dict", "Union",
-           "Function", "Bound", "Partial", "Instance", "Lazy", "NONE", "TRUE", "FALSE"]
+           "Function", "Bound", "Partial", "Instance", "Lazy", "PyMethod", "SuperRef", "Nature",
+           "NONE", "TRUE", "FALSE", "truth", "join", "same", "identical", "contains", "concrete",
+           "concrete_args", "type_of", "may_hold_tensor", "element_of"]
+
+
+class Nature(Enum):
+    """What an :class:`Opaque` value is known to be."""
+
+    #: Possibly a tensor (or anything).
+    ANY = "any"
+    #: Certainly not a tensor: a size, ``.item()``, a flag.
+    NUMBER = "number"
 
 
 class Value:
@@ -57,8 +69,8 @@ class Opaque(Value):
 
     #: Why (shown when ops are missed because of it).
     why: str = ""
-    #: ``"number"`` when it is known not to be a tensor (a size, ``.item()``), else ``"any"``.
-    kind: str = "any"
+    #: :attr:`Nature.NUMBER` when it is known not to be a tensor, else :attr:`Nature.ANY`.
+    kind: Nature = Nature.ANY
 
 
 @dataclass(eq=False, slots=True)
@@ -89,7 +101,7 @@ class Function(Value):
     """A function or lambda defined by the code being read (not a live function object)."""
 
     node: ast.AST
-    code: CodeType
+    code: types.CodeType
     source: Any  # analysis.source.SourceFile
     globals: dict
     #: Locals of the enclosing frames, innermost first, shared by reference (late binding).
@@ -138,6 +150,164 @@ class Lazy(Value):
     what: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PyMethod:
+    """A method of an abstract ``Seq``/``Dict`` (``d.get``, ``xs.append``), bound by :class:`Bound`."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SuperRef:
+    """``super()`` inside a method: attribute lookup starts after ``owner`` in the MRO."""
+
+    owner: type
+    receiver: Value
+
+
 NONE = Known(None)
 TRUE = Known(True)
 FALSE = Known(False)
+
+
+def truth(value: Value) -> Optional[bool]:
+    """``bool(value)`` when decidable."""
+    if isinstance(value, Known):
+        try:
+            return bool(value.obj)
+        except Exception:  # noqa: BLE001
+            return None
+    if isinstance(value, (Seq, Dict)):
+        return bool(value.items)
+    if isinstance(value, (Function, Bound, Instance, TensorTuple)):
+        return True
+    if isinstance(value, Union):
+        answers = {truth(v) for v in value.options}
+        return answers.pop() if len(answers) == 1 else None
+    return None
+
+
+def same(a: Value, b: Value) -> bool:
+    """Whether two values stand for the same thing (any two tensors do, for joining)."""
+    if a is b:
+        return True
+    if isinstance(a, Known) and isinstance(b, Known):
+        return a.obj is b.obj
+    return isinstance(a, Tensor) and isinstance(b, Tensor)
+
+
+def join(values: list[Value]) -> Value:
+    """One value standing for any of ``values``."""
+    distinct: list[Value] = []
+    for value in values:
+        for option in value.options if isinstance(value, Union) else (value,):
+            if not any(same(option, seen) for seen in distinct):
+                distinct.append(option)
+    if len(distinct) == 1:
+        return distinct[0]
+    if all(isinstance(v, Tensor) for v in distinct):
+        return Tensor()
+    return Union(tuple(distinct))
+
+
+def identical(left: Value, right: Value) -> Optional[bool]:
+    """``left is right`` when decidable."""
+    if isinstance(left, Union) or isinstance(right, Union):
+        lefts = left.options if isinstance(left, Union) else (left,)
+        rights = right.options if isinstance(right, Union) else (right,)
+        answers = {identical(a, b) for a in lefts for b in rights}
+        return answers.pop() if len(answers) == 1 else None
+    if isinstance(left, Known) and isinstance(right, Known):
+        return left.obj is right.obj
+    if left is right:
+        return True
+    if isinstance(left, Tensor) and isinstance(right, Tensor) and left.live is not None \
+            and right.live is not None:
+        return left.live is right.live
+    known = left if isinstance(left, Known) else right if isinstance(right, Known) else None
+    other = right if known is left else left
+    if known is not None and not isinstance(other, Opaque):
+        return False  # a tensor, container, function or instance is never a constant
+    return None
+
+
+def contains(container: Value, item: Value) -> Optional[bool]:
+    """``item in container`` when decidable (keys the code computed are unknown keys)."""
+    if isinstance(container, Dict) and isinstance(item, Known):
+        if item.obj in container.items:
+            return True
+        return None if any(type(k) is object for k in container.items) else False
+    if isinstance(container, Known) and isinstance(item, Known):
+        try:
+            return item.obj in container.obj
+        except Exception:  # noqa: BLE001
+            return None
+    if isinstance(container, Seq) and isinstance(item, Known):
+        known = [v.obj for v in container.items if isinstance(v, Known)]
+        if item.obj in known:
+            return True
+        return False if len(known) == len(container.items) else None
+    return None
+
+
+def concrete(value: Value) -> tuple[bool, Any]:
+    """The plain Python object a value stands for, when it is fully known."""
+    if isinstance(value, Known):
+        return True, value.obj
+    if isinstance(value, Seq):
+        items = [concrete(v) for v in value.items]
+        if all(ok for ok, _ in items):
+            return True, value.kind(obj for _, obj in items)
+    if isinstance(value, Dict):
+        pairs = [(k, concrete(v)) for k, v in value.items.items()]
+        if all(ok and type(k) is not object for k, (ok, _) in pairs):
+            return True, {k: obj for k, (_, obj) in pairs}
+    if isinstance(value, Tensor) and value.live is not None:
+        return True, value.live
+    return False, None
+
+
+def concrete_args(args: list[Value], kwargs: dict[str, Value]) -> Optional[tuple[list, dict]]:
+    """Concrete positional and keyword arguments, when every one is fully known."""
+    out = [concrete(a) for a in args]
+    kw = {k: concrete(v) for k, v in kwargs.items()}
+    if all(ok for ok, _ in out) and all(ok for ok, _ in kw.values()):
+        return [obj for _, obj in out], {k: obj for k, (_, obj) in kw.items()}
+    return None
+
+
+def type_of(value: Value, tensor_type: type) -> Optional[type]:
+    """``type(value)`` when known (``tensor_type`` for tensors without a live one)."""
+    if isinstance(value, Known):
+        return type(value.obj)
+    if isinstance(value, Tensor):
+        return type(value.live) if value.live is not None else tensor_type
+    if isinstance(value, Seq):
+        return value.kind
+    if isinstance(value, Dict):
+        return dict
+    if isinstance(value, Instance):
+        return value.cls
+    if isinstance(value, Function):
+        return types.FunctionType
+    return None
+
+
+def may_hold_tensor(value: Value) -> bool:
+    """Whether a value may be or contain a tensor (then a call it goes into may run ops)."""
+    if isinstance(value, Opaque):
+        return value.kind is not Nature.NUMBER
+    if isinstance(value, (Tensor, TensorTuple, Instance, Function)):
+        return True
+    if isinstance(value, Seq):
+        return any(may_hold_tensor(v) for v in value.items)
+    if isinstance(value, Dict):
+        return any(may_hold_tensor(v) for v in value.items.values())
+    return False
+
+
+def element_of(source: Value) -> Value:
+    """An item of an iterable whose items cannot be listed."""
+    if isinstance(source, (Tensor, TensorTuple)):
+        return Tensor()
+    return Opaque("an item of an unknown iterable")

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from torchlens.analysis.host import CHECK, DISPATCH, IDENTITY, TRANSFORM, Host
+from torchlens.analysis.host import Host, Intrinsic, Member
 from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, Value
 from torchlens.capture.funcs import OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
 
@@ -162,15 +162,15 @@ class TorchHost(Host):
         info = classify(fn)
         return info.name if info.kind == OP else None
 
-    def intrinsic(self, fn: Any) -> Optional[str]:
+    def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
         if fn in self._checks:
-            return CHECK
+            return Intrinsic.CHECK
         if fn is torch.overrides.handle_torch_function:
-            return DISPATCH
+            return Intrinsic.DISPATCH
         if fn in self._transforms:
-            return TRANSFORM
+            return Intrinsic.TRANSFORM
         if getattr(fn, "__module__", None) == "torch._dynamo.decorators" and getattr(fn, "__name__", "") == "disable":
-            return IDENTITY
+            return Intrinsic.IDENTITY
         return None
 
     def constant_call(self, fn: Any) -> bool:
@@ -181,18 +181,18 @@ class TorchHost(Host):
         return isinstance(fn, _C_TYPES) and (getattr(fn, "__module__", "") or "").startswith("torch") and (
             name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_") or name.startswith("get_"))
 
-    def tensor_attribute(self, name: str) -> tuple[str, Any]:
+    def tensor_attribute(self, name: str) -> tuple[Member, Any]:
         if name in VIEW_PROPERTIES:
-            return "op", name
+            return Member.OP, name
         if name in _TENSOR_VALUED:
-            return "tensor", None
+            return Member.TENSOR, None
         try:
             static = inspect.getattr_static(torch.Tensor, name)
         except AttributeError:
-            return "query", None
+            return Member.QUERY, None
         if isinstance(static, (property, types.GetSetDescriptorType, types.MemberDescriptorType)):
-            return "query", None
-        return "member", getattr(torch.Tensor, name)
+            return Member.QUERY, None
+        return Member.METHOD, getattr(torch.Tensor, name)
 
     # -- modules -----------------------------------------------------------------------------
 
