@@ -1,6 +1,12 @@
 """The ``torchlens`` command line: ``lint`` and ``predict`` (``python -m torchlens`` too).
 
-Exit status: 0 clean, 1 findings, 2 usage or parse error. Linting never imports torch.
+Exit status: 0 clean, 1 findings, 2 usage or input error (a bad option, a bad configuration,
+a file that cannot be read or parsed, a target that cannot be imported). The ``lint`` path never
+imports torch.
+
+A command is a function in :data:`COMMANDS` that adds its subparser and sets ``run`` (a
+function of the parsed arguments returning the exit status). A command module imports what
+it needs inside ``run``, so ``torchlens lint`` stays torch-free.
 """
 
 from __future__ import annotations
@@ -9,17 +15,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+from torchlens import __version__
 from torchlens.analysis.errors import TorchLensError
-
-_EPILOG = "Run `torchlens COMMAND --help` for a command's options."
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a usage error argparse already printed
+        return stop.code if isinstance(stop.code, int) else 2
     if args.command is None:
         parser.print_help()
         return 2
@@ -33,14 +41,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser with every command of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="torchlens",
         description="See inside PyTorch models: predict and lint how ops group into layers and passes.",
-        epilog=_EPILOG,
+        epilog="Run `torchlens COMMAND --help` for a command's options.",
     )
+    parser.add_argument("--version", action="version", version=f"torchlens {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
 
+
+# -- lint --------------------------------------------------------------------------------------
+
+
+def add_lint(commands: argparse._SubParsersAction) -> None:
     lint = commands.add_parser(
         "lint", help="flag grouping a user may not expect, from source alone",
         description="Lint model source for grouping a user may not expect (no model is run). "
@@ -55,24 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     lint.add_argument("--list", action="store_true", help="list every rule and whether it is on by default")
     lint.set_defaults(run=_lint)
 
-    predict = commands.add_parser(
-        "predict", help="the layers a model will have, before running it",
-        description="Predict a model's layers, labels and passes from its source (the file is imported, "
-                    "the model is not run).",
-    )
-    predict.add_argument("target", metavar="FILE:CLASS", help="a file and class (models/rnn.py:Seq2Seq) "
-                                                              "or an importable module and class (pkg.models:Seq2Seq)")
-    predict.add_argument("--json", action="store_true", help="print the prediction as JSON")
-    predict.set_defaults(run=_predict)
-    return parser
-
 
 def _codes(text: str) -> tuple[str, ...]:
     return tuple(c.strip().upper() for c in text.split(",") if c.strip())
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from torchlens.analysis.lint import RULES, as_json, as_text, lint_paths, load_config
+    from torchlens.analysis.lint import RULES, UNREADABLE, as_json, as_text, lint_paths, load_config
 
     if args.explain:
         rule = RULES.get(args.explain.upper())
@@ -94,19 +101,43 @@ def _lint(args: argparse.Namespace) -> int:
         print(f"torchlens lint: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     config = load_config(Path(args.paths[0])).merged(_codes(args.select), _codes(args.ignore))
-    findings = lint_paths(args.paths, config)
-    print(as_json(findings) if args.format == "json" else as_text(findings))
-    if any(f.code == "TL000" for f in findings):
+    report = lint_paths(args.paths, config)
+    for skipped in report.skipped:
+        print(f"torchlens lint: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    print(as_json(report.findings) if args.format == "json" else as_text(report.findings))
+    if any(f.code == UNREADABLE for f in report.findings):
         return 2
-    return 1 if findings else 0
+    return 1 if report.findings else 0
+
+
+# -- predict -----------------------------------------------------------------------------------
+
+
+def add_predict(commands: argparse._SubParsersAction) -> None:
+    predict = commands.add_parser(
+        "predict", help="the layers a model will have, before running it",
+        description="Predict a model's layers, labels and passes from its source (the file is imported "
+                    "as `python -m` would, the model is not run).",
+    )
+    predict.add_argument("target", metavar="FILE:CLASS", help="a file and class (models/rnn.py:Seq2Seq) "
+                                                              "or an importable module and class (pkg.models:Seq2Seq)")
+    predict.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    predict.set_defaults(run=_predict)
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from torchlens.analysis.predict import predict_target
+    from torchlens.targets import load_class
 
-    prediction = predict_target(args.target)
+    cls = load_class(args.target)
+    from torchlens.predict import predict
+
+    prediction = predict(cls)
     print(json.dumps(prediction.to_json(), indent=2) if args.json else prediction)
     return 0
+
+
+#: Every command, in the order ``--help`` lists them.
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (add_lint, add_predict)
 
 
 if __name__ == "__main__":

@@ -33,11 +33,11 @@ def _lines(nodes: list[ast.AST]) -> str:
 def repeated_statements(model: SourceModel) -> Iterator[Hit]:
     for function in functions(model):
         for block in _blocks(function.node):
-            shapes = [_shape(model, statement) for statement in block]
             start = 0
+            shape = _shape(model, block[0])
             for end in range(1, len(block) + 1):
-                if (end < len(block) and shapes[end] is not None and shapes[end] == shapes[start]
-                        and _feeds(block[end - 1], block[end])):
+                if (end < len(block) and type(block[end]) is type(block[end - 1]) and shape is not None
+                        and _feeds(block[end - 1], block[end]) and _shape(model, block[end]) == shape):
                     continue
                 run = block[start:end]
                 if len(run) > 1:
@@ -46,12 +46,16 @@ def repeated_statements(model: SourceModel) -> Iterator[Hit]:
                     yield expr, (f"`{model.code(expr)}` is written out {n} times (lines {_lines(run)}): {n} layers, "
                                  f"not one layer with {n} passes; a loop would make them one layer")
                 start = end
+                shape = _shape(model, block[end]) if end < len(block) else None
 
 
 def _feeds(first: ast.stmt, second: ast.stmt) -> bool:
-    """Whether ``second`` reads a name ``first`` assigned: the chain a loop would express."""
+    """Whether ``second`` reads a name ``first`` binds: the chain a loop would express."""
     targets = first.targets if isinstance(first, ast.Assign) else [getattr(first, "target", None)]
-    written = {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+    written = {n.id for t in targets if t is not None for n in ast.walk(t)
+               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not written:
+        return False
     value = getattr(second, "value", None)
     reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
     if isinstance(second, ast.AugAssign) and isinstance(second.target, ast.Name):
@@ -61,39 +65,46 @@ def _feeds(first: ast.stmt, second: ast.stmt) -> bool:
 
 def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
     """Every statement list in a function: its body and the bodies of its compound statements."""
-    for child in walk(node):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(child, name, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(current, name, None)
+            if isinstance(block, list) and block:
+                if isinstance(block[0], ast.stmt):
+                    yield block
+                todo.extend(s for s in block if not isinstance(s, _NESTED_DEFS))
 
 
-def _shape(model: SourceModel, statement: ast.stmt) -> Optional[str]:
+_NESTED_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return)
+_COMPUTES = (ast.BinOp, ast.UnaryOp, ast.Subscript)
+
+
+def _shape(model: SourceModel, statement: ast.stmt) -> Optional[tuple]:
     """The statement with local names blanked, if it computes with torch; else ``None``.
 
     Consecutive statements of one shape where each feeds the next (``x = f(x)`` twice) are
-    what a loop would write once.
+    what a loop would write once. Built by one iterative walk: any depth of expression.
     """
-    if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.Expr, ast.Return)):
+    if not isinstance(statement, _SIMPLE):
         return None
-    nodes = list(walk(statement))
-    if not any(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Subscript)) or model.is_torch_call(n) for n in nodes):
-        return None
-    return ast.dump(_Blank(model).visit(_copy(statement)))
-
-
-class _Blank(ast.NodeTransformer):
-    """Blanks local names, so ``a = a @ W`` and ``b = b @ W`` have one shape."""
-
-    def __init__(self, model: SourceModel) -> None:
-        self.keep = {"self", *model.aliases}
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:  # noqa: N802
-        return node if node.id in self.keep else ast.Name("_", ast.Load())
-
-
-def _copy(node: ast.stmt) -> ast.stmt:
-    return ast.parse(ast.unparse(node)).body[0]
+    keep = model.aliases
+    shape: list[object] = []
+    computes = False
+    todo: list[ast.AST] = [statement]
+    while todo:
+        node = todo.pop()
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+        if isinstance(node, ast.Name):
+            shape.append(node.id if node.id == "self" or node.id in keep else "_")
+        elif isinstance(node, ast.Constant):
+            shape.append(repr(node.value))
+        else:
+            shape.append((type(node).__name__, len(children), getattr(node, "attr", None), getattr(node, "arg", None)))
+        computes = computes or isinstance(node, _COMPUTES) or model.is_torch_call(node)
+        todo.extend(reversed(children))
+    return tuple(shape) if computes else None
 
 
 # -- TL201: a tensor op in a while condition ---------------------------------------------------

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from ..errors import TorchLensValueError
+from ..errors import TorchLensTypeError, TorchLensValueError
 from .rules import RULES
 
 if sys.version_info >= (3, 11):
@@ -27,6 +27,8 @@ class LintConfig:
 
     def __post_init__(self) -> None:
         for code in (*self.select, *self.ignore):
+            if not isinstance(code, str):
+                raise TorchLensTypeError(f"lint rule codes are strings such as 'TL101', got {code!r}")
             if code != "ALL" and not any(rule.startswith(code) for rule in RULES):
                 raise TorchLensValueError(
                     f"unknown lint rule {code!r}; known rules: {', '.join(RULES)} (or a prefix such as TL1, or ALL)"
@@ -48,12 +50,29 @@ def load_config(start: Path) -> LintConfig:
     found = _nearest_pyproject(start.resolve())
     if found is None:
         return LintConfig()
-    with found.open("rb") as handle:
-        table = tomllib.load(handle).get("tool", {}).get("torchlens", {}).get("lint", {})
+    try:
+        with found.open("rb") as handle:
+            document = tomllib.load(handle)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise TorchLensValueError(f"{found}: cannot read it as TOML: {error}; fix the file or lint from "
+                                  "another folder") from None
+    table: object = document
+    for key in ("tool", "torchlens", "lint"):
+        table = table.get(key, {}) if isinstance(table, dict) else table
+    if not isinstance(table, dict):
+        raise TorchLensValueError(f"{found}: [tool.torchlens.lint] must be a table, got {table!r}")
     unknown = set(table) - {"select", "ignore"}
     if unknown:
         raise TorchLensValueError(f"{found}: unknown keys in [tool.torchlens.lint]: {', '.join(sorted(unknown))}")
-    return LintConfig(tuple(table.get("select", ())), tuple(table.get("ignore", ())))
+    return LintConfig(*(_codes(found, key, table.get(key, [])) for key in ("select", "ignore")))
+
+
+def _codes(found: Path, key: str, value: object) -> tuple[str, ...]:
+    """A list of code strings from the config file, or an error naming the key and the value."""
+    if not isinstance(value, list) or not all(isinstance(code, str) for code in value):
+        raise TorchLensValueError(f"{found}: [tool.torchlens.lint] {key} must be a list of rule codes as strings "
+                                  f"(as {key} = [\"TL101\"]), got {value!r}")
+    return tuple(code.upper() for code in value)
 
 
 def _nearest_pyproject(start: Path) -> Optional[Path]:

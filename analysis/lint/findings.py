@@ -7,6 +7,10 @@ from dataclasses import asdict, dataclass
 from typing import Iterable
 
 
+#: The code of a file that cannot be read or parsed (not a rule: it cannot be selected or ignored).
+UNREADABLE = "TL000"
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Finding:
     """One problem at one place. JSON field names are stable."""
@@ -34,9 +38,9 @@ def as_text(findings: Iterable[Finding]) -> str:
         return "No problems found."
     codes = sorted({f.code for f in findings})
     noun = "problem" if len(findings) == 1 else "problems"
-    return "\n".join([*map(str, findings),
-                      f"Found {len(findings)} {noun} ({', '.join(codes)}). "
-                      f"Run `torchlens lint --explain {codes[0]}` for details."])
+    rules = [code for code in codes if code != UNREADABLE]
+    hint = f" Run `torchlens lint --explain {rules[0]}` for details." if rules else ""
+    return "\n".join([*map(str, findings), f"Found {len(findings)} {noun} ({', '.join(codes)}).{hint}"])
 
 
 def as_json(findings: Iterable[Finding]) -> str:

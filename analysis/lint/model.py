@@ -4,14 +4,19 @@ Rules never run a model. They read the syntax tree through the small vocabulary 
 which names are torch (import aliases resolved), which expressions are torch operations,
 which attributes of a module class are registered buffers, parameters or submodules. The
 tree is the standard library's ``ast`` (what CPython compiles): linting all of ``torch.nn``
-takes about a second.
+takes about a second. Every walk here is iterative, so expressions of any depth the parser
+accepts are read without recursion.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from functools import cached_property
+from typing import Iterator, Optional, TypeVar
+
+N = TypeVar("N", bound=ast.AST)
 
 #: Tensor methods common enough to count a call ``x.name(...)`` on a local value as an op.
 TENSOR_METHODS = frozenset("""
@@ -31,6 +36,9 @@ NOT_OPS = frozenset({
 })
 #: Base classes that make a class a module.
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+#: What a message quotes of an expression at most (longer ones end in "...").
+QUOTE_LIMIT = 60
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 #: Nodes whose insides run in another frame: a function's walk does not enter them.
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -46,19 +54,42 @@ class Function:
     def name(self) -> str:
         return self.node.name
 
+    @cached_property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the body in source order, walked once (not nested defs or lambdas)."""
+        return list(walk(self.node))
+
+    def of_type(self, kind: type[N]) -> list[N]:
+        """The body's nodes of one type, in source order."""
+        return [n for n in self.nodes if isinstance(n, kind)]
+
 
 @dataclass(eq=False)
 class ModelClass:
-    """A class of the file, with what its ``__init__`` registers."""
+    """A class of the file, with what its methods register (any method: ``__init__`` and its helpers)."""
 
     node: ast.ClassDef
     is_module: bool
     methods: dict[str, Function] = field(default_factory=dict)
+    #: Classes of this file it derives from.
+    bases: list["ModelClass"] = field(default_factory=list)
     #: ``self.register_buffer("name", ...)`` names.
     buffers: set[str] = field(default_factory=set)
-    #: Attributes assigned an ``nn.Parameter``, and attributes assigned a module, in ``__init__``.
+    #: Attributes assigned an ``nn.Parameter`` (or ``register_parameter``-ed), and attributes assigned a module.
     params: set[str] = field(default_factory=set)
     submodules: set[str] = field(default_factory=set)
+
+    def registered(self) -> set[str]:
+        """Buffers, parameters and submodules of this class and its bases in this file."""
+        names: set[str] = set()
+        todo, seen = [self], set()
+        while todo:
+            cls = todo.pop()
+            if id(cls) not in seen:
+                seen.add(id(cls))
+                names |= cls.buffers | cls.params | cls.submodules
+                todo.extend(cls.bases)
+        return names
 
 
 class SourceModel:
@@ -66,24 +97,36 @@ class SourceModel:
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
-        self.lines = text.splitlines()
+        self.lines = _LINE_BREAK.split(text)  # the lines ast numbers (str.splitlines also splits at \f)
         self.tree = ast.parse(text, filename=path)
-        self.aliases = _import_aliases(self.tree)
+        self.imports = _imports(self.tree)
+        self.aliases = {k: v for k, v in self.imports.items() if v == "torch" or v.startswith("torch.")}
         self.classes: dict[str, ModelClass] = {}
         self.functions: dict[str, Function] = {}
         self._index()
 
     # -- places ----------------------------------------------------------------------------
 
-    @staticmethod
-    def where(node: ast.AST) -> tuple[int, int]:
-        """1-based line and column of a node."""
-        return node.lineno, node.col_offset + 1  # type: ignore[attr-defined]
+    def where(self, node: ast.AST) -> tuple[int, int]:
+        """1-based line and column (in characters; ``ast`` counts UTF-8 bytes) of a node."""
+        line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        return line, self._chars(line, col) + 1
 
-    @staticmethod
-    def code(node: ast.AST) -> str:
-        """The node as source text, normalised by ``ast.unparse``."""
-        return ast.unparse(node)
+    def code(self, node: ast.AST) -> str:
+        """The node's source text on one line, at most :data:`QUOTE_LIMIT` characters."""
+        first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+        start, end = self._chars(first, node.col_offset), self._chars(last, node.end_col_offset)  # type: ignore[attr-defined]
+        if first == last:
+            text = self.lines[first - 1][start:end]
+        else:
+            text = " ".join([self.lines[first - 1][start:], *self.lines[first:last - 1], self.lines[last - 1][:end]])
+        text = " ".join(text.split())
+        return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT - 3] + "..."
+
+    def _chars(self, line: int, offset: int) -> int:
+        """The character column of UTF-8 byte ``offset`` in ``line``."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return offset if text.isascii() else len(text.encode()[:offset].decode(errors="replace"))
 
     # -- names and ops -----------------------------------------------------------------------
 
@@ -102,7 +145,12 @@ class SourceModel:
             return (name.startswith("torch.") and name not in NOT_OPS and not name.startswith(NOT_OP_PREFIXES)
                     and not name.rpartition(".")[2][:1].isupper())
         func = node.func
-        return isinstance(func, ast.Attribute) and not _is_self(func.value) and func.attr.rstrip("_") in TENSOR_METHODS
+        return (isinstance(func, ast.Attribute) and func.attr.rstrip("_") in TENSOR_METHODS
+                and not _is_self(func.value) and not self.is_import(func.value))
+
+    def is_import(self, node: ast.AST) -> bool:
+        """A name bound by a top-level import (``math``, ``np``): its methods are not tensor methods."""
+        return isinstance(node, ast.Name) and node.id in self.imports
 
     def torch_ops(self, node: ast.AST) -> list[ast.Call]:
         """The torch calls inside ``node`` (not inside nested functions or lambdas)."""
@@ -132,33 +180,37 @@ class SourceModel:
                     statement, any(self.qualified(b) in MODULE_BASES for b in statement.bases))
             elif isinstance(statement, ast.FunctionDef):
                 self.functions[statement.name] = Function(statement, None)
+        for cls in self.classes.values():
+            cls.bases = [self.classes[b.id] for b in cls.node.bases if isinstance(b, ast.Name) and b.id in self.classes]
         changed = True
         while changed:  # a subclass of a module class of this file is a module too
             changed = False
             for cls in self.classes.values():
-                bases = [self.classes.get(b.id) for b in cls.node.bases if isinstance(b, ast.Name)]
-                if not cls.is_module and any(b is not None and b.is_module for b in bases):
+                if not cls.is_module and any(b.is_module for b in cls.bases):
                     cls.is_module = changed = True
         for cls in self.classes.values():
             cls.methods = {s.name: Function(s, cls) for s in cls.node.body if isinstance(s, ast.FunctionDef)}
-            if "__init__" in cls.methods:
-                self._registrations(cls)
+            for method in cls.methods.values():
+                self._registrations(cls, method)
 
-    def _registrations(self, cls: ModelClass) -> None:
-        for node in walk(cls.methods["__init__"].node):
+    def _registrations(self, cls: ModelClass, method: Function) -> None:
+        for node in method.nodes:
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "register_buffer" and node.args
-                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-                cls.buffers.add(node.args[0].value)
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                name = self.qualified(node.value.func) or ""
-                for target in node.targets:
+                    and node.func.attr in ("register_buffer", "register_parameter", "register_module", "add_module")
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                kind = {"register_buffer": cls.buffers, "register_parameter": cls.params}.get(node.func.attr, cls.submodules)
+                kind.add(node.args[0].value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            value = getattr(node, "value", None)
+            if targets and isinstance(value, ast.Call):
+                name = self.qualified(value.func) or ""
+                for target in targets:
                     attr = self_attribute(target)
                     if attr is None:
                         continue
-                    if name.endswith(".Parameter"):
+                    if name.endswith(".Parameter") or dotted(value.func).rpartition(".")[2] == "Parameter":
                         cls.params.add(attr)
-                    elif self.constructs_module(node.value):
+                    elif self.constructs_module(value):
                         cls.submodules.add(attr)
 
 
@@ -191,8 +243,8 @@ def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
 
 
-def _import_aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified name, from the file's top-level torch imports."""
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> qualified name, from the file's top-level imports."""
     aliases: dict[str, str] = {}
     for statement in tree.body:
         if isinstance(statement, ast.Import):
@@ -202,4 +254,4 @@ def _import_aliases(tree: ast.Module) -> dict[str, str]:
         elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
             for alias in statement.names:
                 aliases[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
-    return {k: v for k, v in aliases.items() if v == "torch" or v.startswith("torch.")}
+    return aliases

@@ -1,26 +1,38 @@
-"""Linting files: parse, run the enabled rules, drop what ``# torchlens: noqa`` suppresses."""
+"""Linting files: read, parse, run the enabled rules, drop what ``# torchlens: noqa`` suppresses."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Iterable
 
 from .config import LintConfig
-from .findings import Finding
+from .files import Skipped, UnreadableSource, python_files, read_source
+from .findings import UNREADABLE, Finding
 from .model import SourceModel
 from .rules import RULES
 
 _NOQA = re.compile(r"#\s*torchlens:\s*noqa(?::\s*(?P<codes>[A-Z0-9, ]+))?", re.IGNORECASE)
 
 
+@dataclass(frozen=True, slots=True)
+class LintReport:
+    """What a lint run found, and what it did not read."""
+
+    #: Every finding, file by file in path order.
+    findings: tuple[Finding, ...]
+    #: Paths named that are not regular files (never opened: a FIFO would block).
+    skipped: tuple[Skipped, ...] = ()
+
+
 def lint_source(text: str, path: str = "<string>", config: LintConfig = LintConfig()) -> list[Finding]:
     """Lint one file's source text; a file that does not parse gives one ``TL000`` finding."""
     try:
-        model = SourceModel(path, text)
+        model = SourceModel(path, text.removeprefix("\ufeff"))
     except SyntaxError as error:
-        return [Finding(path, error.lineno or 1, error.offset or 1, "TL000", "error",
-                        f"cannot parse this file: {error.msg}")]
+        return [_unreadable(path, f"cannot parse this file: {error.msg}", error.lineno or 1, error.offset or 1)]
+    except (RecursionError, MemoryError):
+        return [_unreadable(path, "cannot parse this file: it nests deeper than Python's parser allows")]
     findings = []
     for code in config.enabled():
         rule = RULES[code]
@@ -31,21 +43,25 @@ def lint_source(text: str, path: str = "<string>", config: LintConfig = LintConf
     return sorted(set(findings))
 
 
-def lint_paths(paths: Iterable[str], config: LintConfig = LintConfig()) -> list[Finding]:
+def lint_paths(paths: Iterable[str], config: LintConfig = LintConfig()) -> LintReport:
     """Lint files and every ``*.py`` under folders, in path order."""
     findings: list[Finding] = []
-    for file in _python_files(paths):
-        findings.extend(lint_source(file.read_text(encoding="utf-8"), str(file), config))
-    return findings
+    skipped: list[Skipped] = []
+    for file in python_files(paths):
+        if isinstance(file, Skipped):
+            skipped.append(file)
+            continue
+        try:
+            text = read_source(file)
+        except UnreadableSource as error:
+            findings.append(_unreadable(str(file), str(error)))
+            continue
+        findings.extend(lint_source(text, str(file), config))
+    return LintReport(tuple(findings), tuple(skipped))
 
 
-def _python_files(paths: Iterable[str]) -> Iterator[Path]:
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.py") if p.is_file())
-        else:
-            yield path
+def _unreadable(path: str, message: str, line: int = 1, col: int = 1) -> Finding:
+    return Finding(path, line, col, UNREADABLE, "error", message)
 
 
 def _suppressed(lines: list[str], line: int, code: str) -> bool:
