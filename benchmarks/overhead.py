@@ -1,18 +1,31 @@
-"""Capture overhead: ``tl.trace`` time against a raw forward pass, per model.
+"""Capture overhead: a raw forward pass, the bare interception floor and ``tl.trace``, per model.
 
-Prints, per model: raw forward ms, trace ms, their ratio and microseconds added per op.
-Runs on one intra-op thread so the ratio measures our per-op work, not thread scheduling.
+Prints, in one run, per model: raw forward ms; the floor's ms (a ``TorchFunctionMode`` written
+here that only walks the frames to the module boundary and appends ``(func, chain, output)``);
+``tl.trace``'s ms; both ratios to raw, the trace's ratio to the floor, and the microseconds each
+adds per op. Then peak memory: each model runs in a fresh process (raw, ``tl.trace`` and
+``save="none"``), and the growth of the process's peak RSS over the model's own footprint is
+reported with what the trace itself holds (``trace.nbytes``).
 
-    python benchmarks/overhead.py [--repeat 5]
+Runs on one intra-op thread so the ratios measure per-op work, not thread scheduling. The
+machine may be noisy: the three timings are interleaved and each keeps its best of ``--repeat``.
+
+    python benchmarks/overhead.py [--repeat 7] [--no-memory]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import resource
+import subprocess
+import sys
 import time
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 import torchlens as tl
 from torchlens.analysis.table import format_table
@@ -40,85 +53,151 @@ class TanhLoop(nn.Module):
         return x
 
 
-class Block(nn.Module):
-    """A GPT-2-shaped decoder block, used when `transformers` is not installed."""
+class LSTMLoop(nn.Module):
+    """Two ``nn.LSTM`` layers over 50 steps (one fused op per layer)."""
 
-    def __init__(self, width: int, heads: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
-        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.lstm = nn.LSTM(64, 64, num_layers=2, batch_first=True)
 
-    def forward(self, x, mask):
-        h = self.ln1(x)
-        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-        return x + self.mlp(self.ln2(x))
+    def forward(self, x):
+        return self.lstm(x)[0]
 
 
-class MiniGPT(nn.Module):
-    def __init__(self, layers: int, width: int, heads: int, vocab: int = 1000, ctx: int = 128) -> None:
+def gpt2(layers: int, width: int, heads: int) -> nn.Module:
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    config = GPT2Config(n_layer=layers, n_embd=width, n_head=heads, vocab_size=1000, n_positions=128,
+                        bos_token_id=0, eos_token_id=0)
+    return GPT2LMHeadModel(config)
+
+
+#: name -> (model factory, input factory)
+MODELS = {
+    "GPT-2 2 layers, width 64, 128 tokens": (lambda: gpt2(2, 64, 2), lambda: (torch.randint(0, 1000, (1, 128)),)),
+    "Linear+tanh loop, 50 steps": (TanhLoop, lambda: (torch.randn(8, 64),)),
+    "MLP 4x256, batch 32": (MLP, lambda: (torch.randn(32, 256),)),
+    "LSTM 2 layers, 64 wide, 50 steps": (LSTMLoop, lambda: (torch.randn(4, 50, 64),)),
+    "GPT-2 12 layers, width 768, 128 tokens": (lambda: gpt2(12, 768, 12), lambda: (torch.randint(0, 1000, (1, 128)),)),
+}
+
+_CALL_IMPL = nn.Module._call_impl.__code__
+_CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
+
+
+class Floor(TorchFunctionMode):
+    """The bare interception: per torch call, run it, walk the frames up to the innermost
+    module boundary and append ``(func, chain, output)``. No grouping, no parents, no names."""
+
+    def __init__(self) -> None:
         super().__init__()
-        self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(ctx, width)
-        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(width)
+        self.ops: list[tuple] = []
+        self.stop = {id(_CALL_IMPL), id(_CALL_IMPL_INNER)}
+        self.skip = {id(nn.Module._wrapped_call_impl.__code__), id(Floor.__torch_function__.__code__),
+                     id(torch.overrides.handle_torch_function.__code__)}
 
-    def forward(self, ids):
-        n = ids.shape[1]
-        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
-        x = self.wte(ids) + self.wpe(torch.arange(n))
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.ln_f(x) @ self.wte.weight.T
-
-
-def gpt2(layers: int, width: int, heads: int) -> tuple[str, nn.Module]:
-    """A GPT-2-shaped model: Hugging Face's GPT-2 when installed, else :class:`MiniGPT`."""
-    try:
-        from transformers import GPT2Config, GPT2LMHeadModel
-    except ImportError:
-        return "MiniGPT", MiniGPT(layers, width, heads)
-    config = GPT2Config(n_layer=layers, n_embd=width, n_head=heads, vocab_size=1000, n_positions=128)
-    return "GPT2LMHeadModel", GPT2LMHeadModel(config)
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        chain = []
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = id(frame.f_code)
+            if code in self.stop:
+                break
+            if code not in self.skip:
+                chain.append((code, frame.f_lasti))
+            frame = frame.f_back
+        self.ops.append((func, tuple(chain), out))
+        return out
 
 
-def models() -> list[tuple[str, nn.Module, tuple]]:
-    ids = torch.randint(0, 1000, (1, 128))
-    small_name, small = gpt2(12, 768, 12)
-    tiny_name, tiny = gpt2(2, 64, 2)
-    return [
-        ("MLP 4x256, batch 32", MLP(), (torch.randn(32, 256),)),
-        (f"{small_name} 12 layers, width 768, 128 tokens", small, (ids,)),
-        (f"{tiny_name} 2 layers, width 64, 128 tokens", tiny, (ids,)),
-        ("Linear+tanh loop, 50 steps", TanhLoop(), (torch.randn(8, 64),)),
-        ("LSTM 2 layers, 64 wide, 50 steps", nn.LSTM(64, 64, num_layers=2, batch_first=True), (torch.randn(4, 50, 64),)),
-    ]
+def floor(model: nn.Module, inputs: tuple) -> int:
+    """One forward pass under :class:`Floor`; returns how many calls it intercepted."""
+    with Floor() as mode:
+        model(*inputs)
+    return len(mode.ops)
 
 
-def best_ms(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
+def timings(model: nn.Module, inputs: tuple, repeat: int) -> dict[str, float]:
+    """Best seconds of raw, floor and trace, interleaved so that noise hits all three alike."""
+    runs = {"raw": lambda: model(*inputs), "floor": lambda: floor(model, inputs), "trace": lambda: tl.trace(model, *inputs)}
+    best = {name: float("inf") for name in runs}
+    for name, run in runs.items():
+        run()  # warm-up
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
+        for name, run in runs.items():
+            gc.collect()
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def peak(name: str, mode: str) -> dict:
+    """In this (fresh) process: peak-RSS growth in MB of one forward pass of ``mode``
+    (``raw``, ``all`` or ``none``) over the built model, and what a trace holds."""
+    make_model, make_inputs = MODELS[name]
+    torch.manual_seed(0)
+    model, inputs = make_model().eval(), make_inputs()
+    with torch.no_grad():
+        model(*inputs)  # allocator and lazy-init warm-up, outside the measured growth
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        held = 0
+        if mode == "raw":
+            model(*inputs)
+        else:
+            trace = tl.trace(model, *inputs, capture=tl.options.CaptureOptions(save=mode))
+            held = trace.nbytes
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"peak_mb": (after - before) / 1024, "held_mb": held / 2**20}
+
+
+def memory_rows() -> list[list[str]]:
+    rows = []
+    for name in MODELS:
+        cells = [name]
+        for mode in ("raw", "all", "none"):
+            out = subprocess.run([sys.executable, __file__, "--peak", name, mode], capture_output=True, text=True,
+                                 check=True)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            cells.append(f"{result['peak_mb']:.1f}")
+            if mode != "raw":
+                cells.append(f"{result['held_mb']:.2f}")
+        rows.append(cells)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per model; the best is kept")
+    parser.add_argument("--repeat", type=int, default=7, help="timed runs per model and mode; the best is kept")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory table")
+    parser.add_argument("--peak", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.peak:
+        print(json.dumps(peak(*args.peak)))
+        return
     rows = []
-    for name, model, inputs in models():
-        model.eval()
+    for name, (make_model, make_inputs) in MODELS.items():
+        torch.manual_seed(0)
+        model, inputs = make_model().eval(), make_inputs()
         with torch.no_grad():
-            raw = best_ms(lambda: model(*inputs), args.repeat)
-            traced = best_ms(lambda: tl.trace(model, *inputs), args.repeat)
-            num_ops = len(tl.trace(model, *inputs).ops)
-        rows.append([name, f"{raw:.2f}", f"{traced:.2f}", f"{traced / raw:.2f}x", str(num_ops),
-                     f"{(traced - raw) * 1e3 / num_ops:.1f}"])
-    print(format_table(["model", "raw ms", "trace ms", "ratio", "ops", "us/op added"], rows))
+            best = timings(model, inputs, args.repeat)
+            ops, calls = len(tl.trace(model, *inputs).ops), floor(model, inputs)
+        raw, low, traced = best["raw"], best["floor"], best["trace"]
+        rows.append([
+            name, str(ops), f"{raw * 1e3:.2f}", f"{low * 1e3:.2f}", f"{traced * 1e3:.2f}",
+            f"{low / raw:.2f}x", f"{traced / raw:.2f}x", f"{traced / low:.2f}x",
+            f"{(low - raw) * 1e6 / calls:.1f}", f"{(traced - raw) * 1e6 / ops:.1f}",
+        ])
+    print(format_table(["model", "ops", "raw ms", "floor ms", "trace ms", "floor/raw", "trace/raw",
+                        "trace/floor", "floor us/op", "trace us/op"], rows))
+    if not args.no_memory:
+        print()
+        print("peak RSS growth of one forward pass (MB, fresh process each) and what the trace holds (MB)")
+        print(format_table(["model", "raw", "trace", "held", 'save="none"', "held"], memory_rows()))
 
 
 if __name__ == "__main__":

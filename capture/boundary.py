@@ -30,7 +30,7 @@ def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]
     flat = flatten_call(args, kwargs)
     ops = []
     for tensor in flat.leaves:
-        index = capture.producer.get(id(tensor))
+        index = capture.producer_of(tensor)
         if index is None:
             capture.add_boundary(INPUT, tensor)
             index = len(capture.raw.ops) - 1
@@ -40,14 +40,16 @@ def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]
     return flat.leaves
 
 
-def record_output(capture: Any, output: Any) -> None:
-    """Add an output op per tensor leaf of the model's return value and record its structure."""
+def record_output(capture: Any, output: Any, keep_values: bool = True) -> None:
+    """Add an output op per tensor leaf of the model's return value and record its structure
+    (with the leaf tensors themselves when ``keep_values``)."""
     flat = flatten(output)
     ops = []
     for tensor in flat.leaves:
         capture.add_boundary(OUTPUT, tensor)
         ops.append(len(capture.raw.ops) - 1)
-    capture.raw.containers.insert(0, RawContainer(MODEL_OUTPUT_ROLE, "output", flat.spec, ops, tuple(flat.leaves)))
+    capture.raw.containers.insert(0, RawContainer(MODEL_OUTPUT_ROLE, "output", flat.spec, ops,
+                                                 tuple(flat.leaves) if keep_values else None))
     if capture.containers:
         _claim(capture.raw)
 
@@ -72,7 +74,7 @@ def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: 
 
 
 def _add(capture: Any, role: str, root_id: str, spec: Any, leaves: list) -> None:
-    ops = [capture.producer.get(id(tensor), -1) for tensor in leaves]
+    ops = [-1 if (index := capture.producer_of(tensor)) is None else index for tensor in leaves]
     capture.raw.containers.append(RawContainer(role, root_id, spec, ops))
 
 

@@ -137,7 +137,7 @@ class BufferJournal:
         self.current[address] = value
         self.address_of[id(value)] = address
         self.storage_of[storage_key(value)] = address
-        producer = self.capture.producer.get(id(value))
+        producer = self.capture.producer_of(value)
         self._write(address, REASSIGN, value, -1, parents=[] if producer is None else [producer], place=place)
 
     def _write(self, address: str, kind: str, value: torch.Tensor, writer: int, *, parents: Optional[list] = None,
@@ -154,7 +154,7 @@ class BufferJournal:
         scope = capture.module_index[id(self.owner[address][0])]
         index = capture.add_op(RawOp(BUFFER, BUFFER, scope, -1, 0, None, "", value, tuple(value.shape), value.dtype,
                                      parents, (), buffer=info))
-        capture.producer[id(self.current[address])] = index
+        capture.set_producer(self.current[address], index)
         self.versions.setdefault(address, []).append(index)
         return index
 

@@ -6,7 +6,7 @@ No grouping and no labels here: :mod:`torchlens.grouping` turns this into layers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Hashable, Optional
 
 from torchlens.analysis.sites import Place
 
@@ -33,7 +33,7 @@ class RawOp:
     site: Optional[tuple[int, ...]]
     #: For ``site is None`` only: the op's non-tensor arguments, as text.
     args_text: str
-    #: The output tensor (``None`` when outputs are not saved).
+    #: The output tensor (``None`` when this op's output is not saved).
     out: Any
     #: Shape and dtype of the output.
     shape: tuple[int, ...]
@@ -49,6 +49,23 @@ class RawOp:
     #: Where its tensor sits in a recorded container (:class:`capture.containers.ContainerSpec`),
     #: with ``capture_container_structure`` only.
     container: Any = None
+    #: For an unsaved output: ``(device, stride, requires_grad)``, read before it was dropped.
+    meta: Any = None
+
+
+def layer_key(index: int, op: RawOp, ordinal: int) -> Hashable:
+    """The grouping key of a compute op or a boundary op (the ``index``-th of its capture;
+    ``ordinal``: how many ops of its module call, name and slot came before it).
+
+    Scope, call site, operation and output slot; without a call site, the op's position
+    (same op, same non-tensor arguments, same ordinal). Inputs and outputs are their own
+    layers. Buffer versions are keyed by :mod:`torchlens.grouping`.
+    """
+    if op.kind != OP:
+        return (op.kind, index)
+    if op.site is None:
+        return (op.scope, "position", op.name, op.args_text, ordinal, op.slot)
+    return (op.scope, op.site, op.name, op.slot)
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from typing import Any, Callable, Optional
 
 import torch
@@ -31,6 +32,7 @@ from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
 from .record import OP, OUTPUT, RawCapture, RawModule, RawOp
 from .replay import GlobalState, RecordedCall, freeze, tensor_args
+from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import WorkerGuard, claim_capture, release_capture
 
@@ -57,15 +59,24 @@ _FORWARD_LINES = _forward_lines()
 class Capture(TorchFunctionMode):
     """Records one forward pass of ``model``; use :func:`capture_forward`."""
 
-    def __init__(self, model: nn.Module, save_outputs: bool, containers: bool = False) -> None:
+    def __init__(self, model: nn.Module, save: Save = ALL, containers: bool = False) -> None:
         super().__init__()
         self.raw = RawCapture()
-        self.save_outputs = save_outputs
+        #: Keep every output and the replay records (``save="all"``).
+        self.keep_all = save == ALL
+        #: For a selection: which ops to keep, and their labels as grouping will give them.
+        self.select = matcher(save)
+        self.labels = OnlineLabels() if self.select is not None else None
         #: Record input and module-call containers and each op's place in them.
         self.containers = containers
         self.interner = ChainInterner()
+        #: ``id(tensor)`` -> the op whose output it is. Under ``save="all"`` every such tensor
+        #: is held until the capture ends, so no id is reused; otherwise :attr:`refs` tells
+        #: whether the tensor an id named is still the same one.
         self.producer: dict[int, int] = {}
-        self.by_storage: dict[int, list[int]] = {}
+        self.refs: Optional[dict[int, weakref.ref]] = None if self.keep_all else {}
+        #: Storage -> saved outputs in it; built at the first in-place write (:meth:`preserve`).
+        self.by_storage: Optional[dict[int, list[int]]] = None
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
         self.storage_writer: dict[int, int] = {}
         self.module_index: dict[int, int] = {}
@@ -183,24 +194,66 @@ class Capture(TorchFunctionMode):
         parents = [s if s >= 0 else -s - 2 for s in sources if s != -1]
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
-        snapshots = self._alias_snapshots(args, kwargs, sources)
-        replay = RecordedCall(func, *freeze(args, kwargs), sources, snapshots)
+        replay = (RecordedCall(func, *freeze(args, kwargs), sources, self._alias_snapshots(args, kwargs, sources))
+                  if self.keep_all else None)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
                               tensor.dtype, parents, params, replay=replay))
 
     def add_op(self, op: RawOp) -> int:
-        """Append a recorded op; return its index."""
+        """Append a recorded op, dropping its output unless it is selected; return its index."""
         index = len(self.raw.ops)
         self.raw.ops.append(op)
         tensor = op.out
-        self.producer[id(tensor)] = index
-        if self.save_outputs:
+        self.set_producer(tensor, index)
+        if not self.keep_all:
+            labels = self.labels.add(index, op) if self.labels is not None else None
+            # Buffer versions are kept while the capture runs (the journal compares them) and
+            # selected at its end (:meth:`drop_unselected_buffers`).
+            if op.buffer is None and (labels is None or not self.select(self._info(op, *labels))):
+                drop(op)
+                return index
+        if self.by_storage is not None:
             self.by_storage.setdefault(storage_key(tensor), []).append(index)
-        else:
-            op.out = None
-            self.keep_alive.append(tensor)
         return index
+
+    def set_producer(self, tensor: _Tensor, index: int) -> None:
+        """Record that ``tensor`` is op ``index``'s output (or buffer version)."""
+        self.producer[id(tensor)] = index
+        if self.refs is not None:
+            self.refs[id(tensor)] = weakref.ref(tensor)
+
+    def producer_of(self, tensor: _Tensor) -> Optional[int]:
+        """The op whose output ``tensor`` is, or ``None``."""
+        index = self.producer.get(id(tensor))
+        if index is not None and self.refs is not None and self.refs[id(tensor)]() is not tensor:
+            return None
+        return index
+
+    def _info(self, op: RawOp, layer_label: str, pass_num: int) -> OpInfo:
+        module_call = None
+        if op.call >= 0:
+            module, number = self.raw.calls[op.call]
+            module_call = f"{self.raw.modules[module].address}:{number}"
+        return OpInfo(f"{layer_label}:{pass_num}", layer_label, pass_num, op.name, self.raw.modules[op.scope].address,
+                      module_call, op.shape, op.dtype, op.out.device)
+
+    def drop_unselected_buffers(self) -> None:
+        """At the end of a capture that does not keep everything: drop the buffer versions not
+        selected (named by buffer address and version), and the values only a replay reads."""
+        for op in self.raw.ops:
+            info = op.buffer
+            if info is None or op.out is None:
+                continue
+            owner = self.raw.modules[op.scope].address
+            selected = self.select is not None and self.select(OpInfo(
+                f"{info.address}:{info.version}", info.address, info.version, op.name, owner, None,
+                op.shape, op.dtype, op.out.device))
+            if not selected:
+                drop(op)
+        if self.select is None:
+            self.raw.buffer_values = {address: (None, None) for address in self.raw.buffer_values}
+        self.raw.state = None
 
     def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[int], tuple[str, ...]]:
         """The source of each tensor argument (op index, -1 for none) and the parameters read.
@@ -226,7 +279,7 @@ class Capture(TorchFunctionMode):
         that op is the source, encoded as ``-2 - index``: the value read is then kept as a
         snapshot for replay, since no op's output is exactly it.
         """
-        index = self.producer.get(id(tensor))
+        index = self.producer_of(tensor)
         if index is not None:
             if self.storage_writer:
                 writer = self.storage_writer.get(storage_key(tensor), -1)
@@ -250,6 +303,11 @@ class Capture(TorchFunctionMode):
         the model state replays read from it (``inplace``: the op writing it is recorded next)."""
         if isinstance(target, _Tensor):
             key = storage_key(target)
+            if self.by_storage is None:
+                self.by_storage = {}
+                for index, op in enumerate(self.raw.ops):
+                    if op.out is not None:
+                        self.by_storage.setdefault(storage_key(op.out), []).append(index)
             for index in self.by_storage.pop(key, ()):
                 op = self.raw.ops[index]
                 op.out = snapshot(op.out)
@@ -412,16 +470,17 @@ class Capture(TorchFunctionMode):
 
 
 def capture_forward(
-    model: nn.Module, args: tuple, kwargs: dict, save_outputs: bool = True, containers: bool = False
+    model: nn.Module, args: tuple, kwargs: dict, save: Save = ALL, containers: bool = False
 ) -> RawCapture:
     """Run ``model(*args, **kwargs)`` once and return everything it recorded.
 
-    The output's container structure is always recorded; ``containers`` adds the inputs',
-    the module calls' and each op's place in them (:mod:`torchlens.capture.boundary`).
+    ``save`` selects the op outputs kept (``CaptureOptions.save``). The output's container
+    structure is always recorded; ``containers`` adds the inputs', the module calls' and each
+    op's place in them (:mod:`torchlens.capture.boundary`).
 
     Raises :class:`capture.threads.CaptureThreadError` when another capture is running.
     """
-    capture = Capture(model, save_outputs, containers)
+    capture = Capture(model, save, containers)
     claim_capture()
     try:
         capture.ownership = Ownership(model, record_inputs(capture, args, kwargs))
@@ -438,15 +497,24 @@ def capture_forward(
             capture.patches.restore()
         if capture.guard.refusal is not None:
             raise capture.guard.refusal
-        record_output(capture, output)
+        record_output(capture, output, keep_values=capture.keep_all)
         capture.raw.buffer_values = capture.buffers.finish()
-        capture.ownership.settle(capture.raw, replayable=save_outputs)
+        capture.ownership.settle(capture.raw, replayable=capture.keep_all)
+        if not capture.keep_all:
+            capture.drop_unselected_buffers()
     finally:
         release_capture()
     raw = capture.raw
     raw.chains = capture.interner.chains
     raw.output = output
     return raw
+
+
+def drop(op: RawOp) -> None:
+    """Forget an op's output, keeping what users read of it without the tensor."""
+    tensor = op.out
+    op.meta = (tensor.device, tensor.stride() if tensor.layout == torch.strided else None, tensor.requires_grad)
+    op.out = None
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:

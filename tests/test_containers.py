@@ -135,12 +135,21 @@ def test_default_capture_records_output_structure_only():
         trace.input_at(0)
 
 
-def test_reconstruct_output_without_saved_outputs():
+def test_reconstruct_output_saving_only_the_outputs():
     model, x = CacheLM(), torch.randn(2, 4)
-    trace = tl.trace(model, x, capture=tl.options.CaptureOptions(save_outputs=False, capture_container_structure=True))
-    assert trace["output_1:1"].out is None
+    options = tl.options.CaptureOptions(save=("output",), capture_container_structure=True)
+    trace = tl.trace(model, x, capture=options)
+    assert all(op.out is None for op in trace.ops if not op.layer.is_output)
     assert torch.equal(trace.reconstruct_output()["logits"], model(x)["logits"])
     assert output_container(trace).reconstructable
+
+
+def test_reconstruct_output_without_saved_outputs_says_how_to_save_them():
+    model, x = CacheLM(), torch.randn(2, 4)
+    trace = tl.trace(model, x, capture=tl.options.CaptureOptions(save="none", capture_container_structure=True))
+    assert trace["output_1:1"].out is None
+    with pytest.raises(tl.TorchLensError, match="no saved value"):
+        trace.reconstruct_output()
 
 
 # -- user containers -----------------------------------------------------------------------------------

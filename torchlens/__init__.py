@@ -28,6 +28,7 @@ _EXPORTS = {
     "Param": "records",
     "CallSite": "records",
     "TorchLensError": "errors",
+    "OpInfo": "options",
 }
 _SUBMODULES = ("errors", "options", "types")
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from . import errors, options, types
     from .api import trace
     from .errors import TorchLensError
+    from .options import OpInfo
     from .predict import predict
     from .records import CallSite, Layer, Module, Op, Param
     from .trace import Trace

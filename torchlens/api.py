@@ -40,7 +40,7 @@ def trace(
         from .predict import predict
 
         predicted = predict(model, *inputs, **dict(forward_kwargs or {}))
-    raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save_outputs,
+    raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save,
                           options.capture_container_structure)
     layers, ops, modules, buffers = group(raw)
     params = {

@@ -113,7 +113,7 @@ class Container:
         if value is None:
             raise TorchLensValueError(
                 f"cannot rebuild {self._root.id}{path_text(self._root.spec, self._path)}: leaf {leaf} has no "
-                "saved value; trace with tl.options.CaptureOptions(save_outputs=True) to keep op outputs"
+                "saved value; trace with tl.options.CaptureOptions(save=\"all\") (the default) to keep op outputs"
             )
         return value
 

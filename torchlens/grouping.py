@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Hashable
 
 from torchlens.capture.buffers import BUFFER
-from torchlens.capture.record import OP, RawCapture, RawOp
+from torchlens.capture.record import RawCapture, RawOp, layer_key
 
 from .buffers import Buffer
 from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, Op, OpGraph
@@ -51,7 +51,7 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
            tuple(dict.fromkeys(op_labels[p] for p in op.parents)), tuple(dict.fromkeys(children[i])),
            op.params, call_labels[op.call] if op.call >= 0 else None,
            OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, _buffer_version(op),
-           op.replay, container_spec=op.container)
+           op.replay, container_spec=op.container, _meta=op.meta)
         for i, op in enumerate(raw.ops)
     ]
     passes: list[list[Op]] = [[] for _ in first_ops]
@@ -87,11 +87,7 @@ def _key(i: int, op: RawOp, ordinals: list[int], raw: RawCapture) -> Hashable:
         if info.writer >= 0:
             return (BUFFER, info.address, _key(info.writer, raw.ops[info.writer], ordinals, raw))
         return (BUFFER, info.address, info.write_kind, info.place)
-    if op.kind != OP:
-        return (op.kind, i)
-    if op.site is None:
-        return (op.scope, "position", op.name, op.args_text, ordinals[i], op.slot)
-    return (op.scope, op.site, op.name, op.slot)
+    return layer_key(i, op, ordinals[i])
 
 
 def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
-from torchlens.analysis.arguments import check_bool, check_choice, check_whole
+from torchlens.analysis.arguments import check_bool, check_choice, check_whole, wrong_type
+from torchlens.analysis.errors import TorchLensValueError
+from torchlens.capture.select import OpInfo
+
+__all__ = ["CaptureOptions", "OpInfo", "TraceOptions"]
 
 #: Accepted values of ``CaptureOptions.show_buffers``.
 SHOW_BUFFERS = ("meaningful", "always")
@@ -19,12 +24,23 @@ SHOW_CONTAINERS = ("labels", "collapsed", "nodes")
 class CaptureOptions:
     """How ``tl.trace`` captures a forward pass.
 
-    >>> tl.trace(model, x, capture=tl.options.CaptureOptions(save_outputs=False))
+    >>> tl.trace(model, x, capture=tl.options.CaptureOptions(save="none"))
     """
 
-    #: Keep every op's output tensor (``op.out``). ``False`` keeps shapes and dtypes only,
-    #: which saves the memory of holding every activation.
-    save_outputs: bool = True
+    #: Which op outputs the trace keeps (``op.out``); every op keeps its metadata (``shape``,
+    #: ``dtype``, ``device``, ``stride``, ``requires_grad``) either way. ``"all"`` (default):
+    #: every output, and the replay records ``validate_forward_pass`` needs. ``"none"``: none,
+    #: and the trace holds no tensor at all. A collection of names: the ops whose pass label
+    #: (``linear_1:2``), layer label (``linear_1``) or function name (``linear``) is one of them,
+    #: or that ran in one of the named modules (``blocks.0``: the module and its submodules;
+    #: buffer versions by buffer address ``bn.running_mean`` or ``bn.running_mean:2``). A callable:
+    #: the ops for which ``save(info)`` is true, ``info`` a :class:`~torchlens.OpInfo`. Outputs
+    #: not selected are never held, so the forward pass's peak memory is the model's own; only
+    #: ``"all"`` keeps replay records (``validate_forward_pass`` raises otherwise).
+    save: Union[str, Collection[str], Callable[[Any], bool]] = "all"
+    #: Kept for older code: ``save_outputs=False`` means ``save="none"``. After construction it
+    #: reads whether every output is saved (``save == "all"``).
+    save_outputs: Optional[bool] = None
     #: Which registered buffers drawings show: ``"meaningful"`` hides BatchNorm running
     #: statistics and ``num_batches_tracked``; ``"always"`` shows every buffer.
     show_buffers: str = "meaningful"
@@ -40,11 +56,35 @@ class CaptureOptions:
     container_max_inline: int = 4
 
     def __post_init__(self) -> None:
-        check_bool("CaptureOptions(save_outputs=...)", self.save_outputs)
+        _check_save(self)
         check_choice("CaptureOptions(show_buffers=...)", self.show_buffers, SHOW_BUFFERS)
         check_bool("CaptureOptions(capture_container_structure=...)", self.capture_container_structure)
         check_choice("CaptureOptions(show_containers=...)", self.show_containers, SHOW_CONTAINERS, or_false=True)
         check_whole("CaptureOptions(container_max_inline=...)", self.container_max_inline)
+
+
+def _check_save(options: CaptureOptions) -> None:
+    """Normalise ``save`` (a collection becomes a frozenset) and its ``save_outputs`` alias."""
+    save, alias = options.save, options.save_outputs
+    if alias is not None:
+        check_bool("CaptureOptions(save_outputs=...)", alias)
+    if isinstance(save, str):
+        check_choice("CaptureOptions(save=...) as a string", save, ("all", "none"))
+    elif callable(save):
+        pass
+    elif isinstance(save, Collection) and all(isinstance(name, str) for name in save):
+        object.__setattr__(options, "save", frozenset(save))
+    else:
+        raise wrong_type("CaptureOptions(save=...)", save,
+                         '"all", "none", a collection of names (str) or a callable taking a tl.OpInfo')
+    if alias is not None and alias != (options.save == "all"):
+        if options.save != "all":
+            raise TorchLensValueError(
+                f"CaptureOptions(save={options.save!r}, save_outputs={alias!r}) disagree; "
+                "save_outputs is an older spelling of save: pass only save="
+            )
+        object.__setattr__(options, "save", "all" if alias else "none")
+    object.__setattr__(options, "save_outputs", options.save == "all")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
+import torch
+
 from torchlens.analysis.sites import Place
 from torchlens.capture.containers import ContainerSpec
 
@@ -79,9 +81,9 @@ class Op:
     pass_num: int
     #: Normalised op name (``linear``, ``add``, ``radd``, ``getitem``, ``add_``).
     func_name: str
-    #: The output tensor as it was when the op ran (``None`` when outputs were not saved).
+    #: The output tensor as it was when the op ran (``None`` when not saved: ``CaptureOptions.save``).
     out: Any = field(repr=False)
-    #: Output shape and dtype.
+    #: Output shape and dtype (``device``, ``stride``, ``requires_grad`` are properties).
     shape: tuple[int, ...]
     dtype: Any
     #: Labels of the ops whose outputs this op read, and of the ops that read its output.
@@ -100,6 +102,25 @@ class Op:
     #: Where its tensor sits in a recorded container (root and key path), with
     #: ``CaptureOptions(capture_container_structure=True)``; ``None`` otherwise.
     container_spec: Optional[ContainerSpec] = field(default=None, repr=False)
+    #: For an unsaved output: ``(device, stride, requires_grad)`` read before it was dropped.
+    _meta: Any = field(default=None, repr=False)
+
+    @property
+    def device(self) -> Any:
+        """The output's device."""
+        return self.out.device if self._meta is None else self._meta[0]
+
+    @property
+    def stride(self) -> Optional[tuple[int, ...]]:
+        """The output's strides (``None`` for a layout without strides, e.g. sparse)."""
+        if self._meta is not None:
+            return self._meta[1]
+        return self.out.stride() if self.out.layout is torch.strided else None
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether the output required grad."""
+        return self.out.requires_grad if self._meta is None else self._meta[2]
 
     @property
     def container(self) -> Optional[Container]:

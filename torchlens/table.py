@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from torchlens.analysis.table import format_table
 
+from .memory import memory_line
+
 if TYPE_CHECKING:
     from .trace import Trace
 
@@ -29,6 +31,7 @@ def render_trace(trace: "Trace") -> str:
     ]
     return "\n".join([
         repr(trace),
+        memory_line(trace),
         "",
         format_table(["layer", "func", "passes", "shape", "module", "params", "written at"], rows),
         "",

@@ -10,6 +10,7 @@ from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 from .buffers import Buffer
 from .containers import ContainerRecords, records_of
 from .errors import TorchLensValueError, TraceInvariantError
+from .memory import nbytes
 from .options import TraceOptions
 from .records import Layer, Module, Op, Param
 from .rerun import run_again
@@ -122,6 +123,12 @@ class Trace:
             f"<Trace of {self.modules['self'].type_name}: {len(self.layers)} layers, {passes} ops, "
             f"{len(self.modules)} modules>"
         )
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of tensor storage this trace holds, each storage once: saved op outputs, buffer
+        values, replay records and the random state (not the model's parameters)."""
+        return nbytes(self)
 
     def __str__(self) -> str:
         return render_trace(self)

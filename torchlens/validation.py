@@ -54,10 +54,11 @@ class ValidationReport:
 def validate_forward_pass(trace: "Trace", strict: bool = False) -> ValidationReport:
     """Replay ``trace`` from its saved inputs and compare every op's output."""
     check_bool("validate_forward_pass(strict=...)", strict)
-    if any(op.out is None for op in trace.ops):
+    if not trace.options.capture.save_outputs:
         raise TorchLensValueError(
-            "validate_forward_pass needs every op's output; this trace was captured with "
-            "CaptureOptions(save_outputs=False): trace again with the default options"
+            "validate_forward_pass needs every op's output and its replay record; this trace was "
+            f"captured with CaptureOptions(save={trace.options.capture.save!r}): trace again with "
+            "the default save=\"all\""
         )
     with trace._state.restored(), torch.no_grad():
         report = _Replay(trace).run()

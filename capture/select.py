@@ -1,0 +1,97 @@
+"""Which op outputs a capture keeps: ``CaptureOptions(save=...)`` and ``tl.record``'s predicate.
+
+A selection is decided as each op is recorded, so an unselected output is never held (the
+peak memory of the forward pass stays the model's own). Deciding by layer label needs the
+label before grouping runs: :class:`OnlineLabels` numbers layers and passes as they appear,
+by the same key and the same allocator as :mod:`torchlens.grouping` (a test checks that they
+agree on every op). Buffer versions are labelled only by the grouping (a starting value's
+layer depends on later writes), so they are selected after it, with their final labels.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Optional, Union
+
+from .record import RawOp, layer_key
+
+#: ``save="all"``: keep every output (the default); ``save="none"``: metadata only.
+ALL, NONE = "all", "none"
+
+
+@dataclass(frozen=True, slots=True)
+class OpInfo:
+    """What a selection sees of one op: ``save=`` predicates and ``tl.record(predicate=...)``."""
+
+    #: Pass label (``linear_1:2``), layer label (``linear_1``) and pass number (from 1).
+    label: str
+    layer_label: str
+    pass_num: int
+    #: Normalised op name (``linear``, ``add_``; ``input``, ``output``, ``buffer``).
+    func_name: str
+    #: Address of the innermost module it ran in (``self`` for the root model).
+    module: str
+    #: The module call it ran in (``blocks.0:2``), ``None`` outside any.
+    module_call: Optional[str]
+    #: Output metadata.
+    shape: tuple[int, ...]
+    dtype: Any
+    device: Any
+
+
+Predicate = Callable[[OpInfo], bool]
+Save = Union[str, frozenset, Predicate]
+
+
+def matcher(save: Save) -> Optional[Predicate]:
+    """``save`` as a predicate over :class:`OpInfo`; ``None`` for ``"all"`` and ``"none"``.
+
+    A collection of names selects an op whose pass label, layer label or function name is
+    one of them, or whose module is one of them or inside one of them.
+    """
+    if save == ALL or save == NONE:
+        return None
+    if callable(save):
+        return save
+    names = frozenset(save)
+
+    def named(info: OpInfo) -> bool:
+        if info.label in names or info.layer_label in names or info.func_name in names:
+            return True
+        module = info.module
+        while module:
+            if module in names:
+                return True
+            module = module.rpartition(".")[0]
+        return "self" in names
+
+    return named
+
+
+class OnlineLabels:
+    """Layer label and pass number of each op as it is recorded, as grouping will give them."""
+
+    __slots__ = ("_ordinals", "_layers", "_per_name")
+
+    def __init__(self) -> None:
+        self._ordinals: Counter = Counter()
+        #: Layer key -> [layer label, passes so far].
+        self._layers: dict[Hashable, list] = {}
+        self._per_name: Counter = Counter()
+
+    def add(self, index: int, op: RawOp) -> Optional[tuple[str, int]]:
+        """Count ``op`` (the ``index``-th of the capture); its layer label and pass number, or
+        ``None`` for a buffer version (labelled by the grouping only)."""
+        ordinal_key = (op.call, op.name, op.slot)
+        ordinal = self._ordinals[ordinal_key]
+        self._ordinals[ordinal_key] = ordinal + 1
+        if op.buffer is not None:
+            return None
+        key = layer_key(index, op, ordinal)
+        layer = self._layers.get(key)
+        if layer is None:
+            self._per_name[op.name] += 1
+            layer = self._layers[key] = [f"{op.name}_{self._per_name[op.name]}", 0]
+        layer[1] += 1
+        return layer[0], layer[1]
