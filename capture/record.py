@@ -108,3 +108,6 @@ class RawCapture:
     state: Any = None
     #: Buffer address -> (value before the forward pass, value after it).
     buffer_values: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: With a selection (``save=`` names or a predicate): ``(op index, OpInfo)`` of each op
+    #: whose output was kept, in capture order.
+    selected: list[tuple[int, Any]] = field(default_factory=list)

@@ -210,9 +210,12 @@ class Capture(TorchFunctionMode):
             labels = self.labels.add(index, op) if self.labels is not None else None
             # Buffer versions are kept while the capture runs (the journal compares them) and
             # selected at its end (:meth:`drop_unselected_buffers`).
-            if op.buffer is None and (labels is None or not self.select(self._info(op, *labels))):
-                drop(op)
-                return index
+            if op.buffer is None:
+                info = None if labels is None else self._info(op, *labels)
+                if info is None or not self.select(info):
+                    drop(op)
+                    return index
+                self.raw.selected.append((index, info))
         if self.by_storage is not None:
             self.by_storage.setdefault(storage_key(tensor), []).append(index)
         return index
@@ -241,16 +244,18 @@ class Capture(TorchFunctionMode):
     def drop_unselected_buffers(self) -> None:
         """At the end of a capture that does not keep everything: drop the buffer versions not
         selected (named by buffer address and version), and the values only a replay reads."""
-        for op in self.raw.ops:
+        for index, op in enumerate(self.raw.ops):
             info = op.buffer
             if info is None or op.out is None:
                 continue
             owner = self.raw.modules[op.scope].address
-            selected = self.select is not None and self.select(OpInfo(
-                f"{info.address}:{info.version}", info.address, info.version, op.name, owner, None,
-                op.shape, op.dtype, op.out.device))
-            if not selected:
+            version = OpInfo(f"{info.address}:{info.version}", info.address, info.version, op.name, owner, None,
+                             op.shape, op.dtype, op.out.device)
+            if self.select is not None and self.select(version):
+                self.raw.selected.append((index, version))
+            else:
                 drop(op)
+        self.raw.selected.sort(key=lambda entry: entry[0])
         if self.select is None:
             self.raw.buffer_values = {address: (None, None) for address in self.raw.buffer_values}
         self.raw.state = None

@@ -13,6 +13,8 @@ Importing ``torchlens`` does not import torch: the public names below load on fi
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
@@ -29,6 +31,8 @@ _EXPORTS = {
     "CallSite": "records",
     "TorchLensError": "errors",
     "OpInfo": "options",
+    "record": "recording",
+    "Recording": "recording",
 }
 _SUBMODULES = ("errors", "options", "types")
 
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     from .api import trace
     from .errors import TorchLensError
     from .options import OpInfo
+    from .recording import Recording, record
     from .predict import predict
     from .records import CallSite, Layer, Module, Op, Param
     from .trace import Trace
@@ -57,3 +62,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """Keeps ``torchlens.trace`` the function: importing the submodule of the same name
+    (``torchlens.trace``, which defines ``Trace``) would otherwise overwrite the attribute."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and name in _EXPORTS and value.__name__ == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -8,6 +8,7 @@ from typing import Any, Optional
 from torch import nn
 
 from torchlens.analysis.arguments import check_bool, check_instance
+from torchlens.capture.record import RawCapture
 from torchlens.capture.session import capture_forward
 
 from .containers import ContainerRecords
@@ -42,38 +43,44 @@ def trace(
         predicted = predict(model, *inputs, **dict(forward_kwargs or {}))
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save,
                           options.capture_container_structure)
+    result = cook(model, raw, options, forward_kwargs or {})
+    if check_prediction:
+        object.__setattr__(result, "prediction", result.check_prediction(predicted))
+    return result
+
+
+def cook(model: nn.Module, raw: RawCapture, options: CaptureOptions, forward_kwargs: Mapping[str, Any]) -> Trace:
+    """Group a raw capture of ``model`` into its :class:`Trace`."""
     layers, ops, modules, buffers = group(raw)
     params = {
         name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
         for name, p in model.named_parameters()
     }
-    result = Trace(
+    return Trace(
         tuple(layers), tuple(ops), modules, params,
         tuple(layer.layer_label for layer in layers if layer.is_input),
         tuple(layer.layer_label for layer in layers if layer.is_output),
         TraceOptions(options, GROUPING_POLICY),
         buffers=buffers,
         _state=raw.state,
-        containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs or {}),
+        containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs),
     )
-    if check_prediction:
-        object.__setattr__(result, "prediction", result.check_prediction(predicted))
-    return result
 
 
-def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: Any) -> CaptureOptions:
-    check_instance("tl.trace(model, ...)", model, nn.Module, "an nn.Module",
-                   "pass the model first and its inputs after it: tl.trace(model, x)")
+def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: Any,
+              entry: str = "tl.trace") -> CaptureOptions:
+    check_instance(f"{entry}(model, ...)", model, nn.Module, "an nn.Module",
+                   f"pass the model first and its inputs after it: {entry}(model, x)")
     if isinstance(model, nn.DataParallel):
         raise CaptureThreadError(
             "nn.DataParallel runs its replicas on several Python threads, which torchlens cannot "
             "capture; trace the wrapped model instead: tl.trace(model.module, x)"
         )
     if forward_kwargs is not None:
-        check_instance("tl.trace(forward_kwargs=...)", forward_kwargs, Mapping,
+        check_instance(f"{entry}(forward_kwargs=...)", forward_kwargs, Mapping,
                        "a mapping of keyword arguments for forward")
-    check_bool("tl.trace(check_prediction=...)", check_prediction)
+    check_bool(f"{entry}(check_prediction=...)", check_prediction)
     if capture is None:
         return CaptureOptions()
-    return check_instance("tl.trace(capture=...)", capture, CaptureOptions, "a tl.options.CaptureOptions",
+    return check_instance(f"{entry}(capture=...)", capture, CaptureOptions, "a tl.options.CaptureOptions",
                           "build one with tl.options.CaptureOptions(...)")

@@ -69,7 +69,11 @@ def _check_save(options: CaptureOptions) -> None:
     if alias is not None:
         check_bool("CaptureOptions(save_outputs=...)", alias)
     if isinstance(save, str):
-        check_choice("CaptureOptions(save=...) as a string", save, ("all", "none"))
+        if save not in ("all", "none"):
+            raise TorchLensValueError(
+                f'CaptureOptions(save=...) must be "all", "none", a collection of names or a predicate, '
+                f"got the string {save!r}; to select the ops named {save!r} write save=({save!r},)"
+            )
     elif callable(save):
         pass
     elif isinstance(save, Collection) and all(isinstance(name, str) for name in save):
