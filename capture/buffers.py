@@ -48,7 +48,8 @@ class BufferVersionInfo:
     version: int
     #: ``None`` for the starting value, else :data:`REASSIGN`, :data:`INPLACE` or :data:`FUSED`.
     write_kind: Optional[str]
-    #: Whether the write changed the value (``None`` for the starting value).
+    #: Whether the write changed the value (``None`` for the starting value, and on the meta
+    #: device, where there are no values to compare).
     value_changed: Optional[bool]
     #: Index of the op that wrote it (in-place and fused writes), else -1.
     writer: int = -1
@@ -102,7 +103,7 @@ class BufferJournal:
         address = self.storage_of.get(storage_key(target))
         if address is not None:
             buffer = self.current[address]
-            sliced = target.shape != buffer.shape or target.data_ptr() != buffer.data_ptr()
+            sliced = target.shape != buffer.shape or target.storage_offset() != buffer.storage_offset()
             self._write(address, INPLACE, buffer, writer, transition_only=sliced)
 
     def before_fused(self, name: str, args: tuple) -> list[tuple[str, torch.Tensor]]:
@@ -122,7 +123,8 @@ class BufferJournal:
         flag = FUSED_MUTATORS[name]
         training = bool(args[flag]) if len(args) > flag else False
         for address, old in before:
-            changed = not torch.equal(old, self.current[address])
+            changed = _changed(old, self.current[address])
+            # Without values (meta tensors), a training-mode kernel is taken to have updated.
             if changed or training:
                 self._write(address, FUSED, self.current[address], writer, changed=changed)
 
@@ -145,7 +147,7 @@ class BufferJournal:
         versions = self.versions.get(address) or [self._starting_value(address)]
         if changed is None:
             old = self.capture.raw.ops[versions[-1]].out
-            changed = old is None or not torch.equal(old, value)
+            changed = True if old is None else _changed(old, value)
         info = BufferVersionInfo(address, len(versions) + 1, kind, changed, writer, place, transition_only)
         self._add(address, info, value, [writer] if parents is None else parents)
 
@@ -178,9 +180,17 @@ class BufferJournal:
         return {a: (self.initial[a], self.current[a] if a in written else self.initial[a]) for a in self.current}
 
 
+def _changed(old: torch.Tensor, new: torch.Tensor) -> Optional[bool]:
+    """Whether a buffer's value changed; ``None`` when there are no values to compare (meta)."""
+    if old.device.type == "meta" or new.device.type == "meta":
+        return None
+    return not torch.equal(old, new)
+
+
 def storage_key(tensor: torch.Tensor) -> int:
-    """The address of a tensor's storage: equal for a tensor and all its views."""
+    """Which storage a tensor uses: equal for a tensor and all its views. The storage object's
+    own identity, not its data pointer, which is 0 for every storage on the meta device."""
     try:
-        return tensor.untyped_storage().data_ptr()
+        return tensor.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError):  # sparse, meta or functional tensors
         return -id(tensor)

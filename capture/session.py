@@ -379,6 +379,11 @@ class Capture(TorchFunctionMode):
         call = len(self.raw.calls)
         self.raw.calls.append((index, record.num_calls))
         self.stack.append(call)
+        # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
+        # Python kernels some devices (meta) run for its ops.
+        script = isinstance(module, torch.jit.ScriptModule)
+        outermost = script and not self.suspended
+        self.suspended += script
         try:
             out = _MODULE_CALL(module, *args, **kwargs)
         except Exception as error:
@@ -386,7 +391,8 @@ class Capture(TorchFunctionMode):
             raise
         finally:
             self.stack.pop()
-        if isinstance(module, torch.jit.ScriptModule) and not self.suspended:
+            self.suspended -= script
+        if outermost:
             self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
         if self.containers:
             record_module_call(self, call, args, kwargs, out)

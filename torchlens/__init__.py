@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
+from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
@@ -64,12 +64,12 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-class _Package(types.ModuleType):
+class _Package(_ModuleType):
     """Keeps ``torchlens.trace`` the function: importing the submodule of the same name
     (``torchlens.trace``, which defines ``Trace``) would otherwise overwrite the attribute."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and name in _EXPORTS and value.__name__ == f"{__name__}.{name}":
+        if isinstance(value, _ModuleType) and name in _EXPORTS and value.__name__ == f"{__name__}.{name}":
             return
         super().__setattr__(name, value)
 

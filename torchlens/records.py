@@ -63,7 +63,7 @@ class BufferVersion:
     version: int
     #: ``None`` for the starting value; else ``"reassign"``, ``"inplace"`` or ``"fused"``.
     write_kind: Optional[str]
-    #: Whether the write changed the value; ``None`` for the starting value.
+    #: Whether the write changed the value; ``None`` for the starting value and on the meta device.
     value_changed: Optional[bool]
     #: The write was through a slice: replay checks the state transition only.
     transition_only: bool = False
