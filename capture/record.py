@@ -49,8 +49,19 @@ class RawOp:
     #: Where its tensor sits in a recorded container (:class:`capture.containers.ContainerSpec`),
     #: with ``capture_container_structure`` only.
     container: Any = None
-    #: For an unsaved output: ``(device, stride, requires_grad)``, read before it was dropped.
+    #: :func:`meta_of` the output, read before it was dropped or replaced by a copy (``None``
+    #: while ``out`` is the op's own output).
     meta: Any = None
+
+
+def meta_of(tensor: Any) -> tuple[Any, Optional[tuple[int, ...]], bool]:
+    """``(device, stride, requires_grad)`` of a tensor (``RawOp.meta``): what users read of an
+    output that is dropped or replaced by a copy (a copy is detached, maybe re-strided)."""
+    try:
+        stride = tensor.stride()
+    except RuntimeError:  # sparse and other layouts without strides
+        stride = None
+    return tensor.device, stride, tensor.requires_grad
 
 
 def layer_key(index: int, op: RawOp, ordinal: int) -> Hashable:

@@ -30,7 +30,7 @@ from .boundary import record_inputs, record_module_call, record_output
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
-from .record import OP, OUTPUT, RawCapture, RawModule, RawOp
+from .record import OP, OUTPUT, RawCapture, RawModule, RawOp, meta_of
 from .replay import GlobalState, RecordedCall, freeze, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
@@ -315,6 +315,7 @@ class Capture(TorchFunctionMode):
                         self.by_storage.setdefault(storage_key(op.out), []).append(index)
             for index in self.by_storage.pop(key, ()):
                 op = self.raw.ops[index]
+                op.meta = op.meta or meta_of(op.out)
                 op.out = snapshot(op.out)
             self.ownership.before_write(self.raw, target, key, inplace)
 
@@ -523,8 +524,7 @@ def capture_forward(
 
 def drop(op: RawOp) -> None:
     """Forget an op's output, keeping what users read of it without the tensor."""
-    tensor = op.out
-    op.meta = (tensor.device, tensor.stride() if tensor.layout == torch.strided else None, tensor.requires_grad)
+    op.meta = op.meta or meta_of(op.out)
     op.out = None
 
 

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .buffers import storage_key
-from .record import RawCapture
+from .record import RawCapture, meta_of
 from .replay import RecordedCall, settle_call, substitute
 
 #: Module attributes that are not the model's plain tensor state (parameters, buffers and
@@ -121,7 +121,10 @@ class Ownership:
         own = self.own
         for op in raw.ops:
             if op.out is not None:
-                op.out = own(op.out)
+                owned = own(op.out)
+                if owned is not op.out:
+                    op.meta = op.meta or meta_of(op.out)
+                    op.out = owned
         for root in raw.containers:
             if root.values is not None:
                 root.values = tuple(own(t) for t in root.values)

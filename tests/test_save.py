@@ -61,8 +61,12 @@ def test_unsaved_ops_keep_their_metadata():
     assert [op.label for op in none.ops] == [op.label for op in full.ops]
     for lean, op in zip(none.ops, full.ops):
         assert (lean.shape, lean.dtype, lean.device, lean.stride, lean.requires_grad) == (
-            tuple(op.out.shape), op.out.dtype, op.out.device, op.out.stride(), op.out.requires_grad)
+            op.shape, op.dtype, op.device, op.stride, op.requires_grad)
+        assert lean.shape == tuple(op.out.shape) and lean.dtype == op.out.dtype
         assert lean.parents == op.parents and lean.children == op.children
+    # What the op made, not the trace's detached copy of it.
+    assert none["linear_1:1"].requires_grad and full["linear_1:1"].requires_grad
+    assert none["linear_1:1"].stride == (4, 1) and none["linear_1:1"].device == torch.device("cpu")
 
 
 @pytest.mark.parametrize("save, expected", [

@@ -21,7 +21,8 @@ def held_tensors(trace: "Trace") -> Iterator[torch.Tensor]:
             yield op.out
         call = op._replay
         if call is not None:
-            yield from (t for t in tensor_args(call.args, call.kwargs) if not isinstance(t, torch.nn.Parameter))
+            yield from (t for t in tensor_args(call.args, call.kwargs)
+                        if isinstance(t, torch.Tensor) and not isinstance(t, torch.nn.Parameter))
             yield from call.snapshots.values()
     for buffer in trace.buffers.values():
         yield from (v for v in (buffer.initial_value, buffer.final_value) if isinstance(v, torch.Tensor))

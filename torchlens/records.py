@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
-import torch
-
 from torchlens.analysis.sites import Place
 from torchlens.capture.containers import ContainerSpec
+from torchlens.capture.record import meta_of
 
 from .containers import Container, container_of
 
@@ -102,25 +101,28 @@ class Op:
     #: Where its tensor sits in a recorded container (root and key path), with
     #: ``CaptureOptions(capture_container_structure=True)``; ``None`` otherwise.
     container_spec: Optional[ContainerSpec] = field(default=None, repr=False)
-    #: For an unsaved output: ``(device, stride, requires_grad)`` read before it was dropped.
+    #: ``(device, stride, requires_grad)`` of the output as the op made it, when ``out`` is
+    #: not that tensor (not saved, or saved as a copy); ``None`` when it is.
     _meta: Any = field(default=None, repr=False)
 
     @property
     def device(self) -> Any:
         """The output's device."""
-        return self.out.device if self._meta is None else self._meta[0]
+        return self._metadata[0]
 
     @property
     def stride(self) -> Optional[tuple[int, ...]]:
         """The output's strides (``None`` for a layout without strides, e.g. sparse)."""
-        if self._meta is not None:
-            return self._meta[1]
-        return self.out.stride() if self.out.layout is torch.strided else None
+        return self._metadata[1]
 
     @property
     def requires_grad(self) -> bool:
         """Whether the output required grad."""
-        return self.out.requires_grad if self._meta is None else self._meta[2]
+        return self._metadata[2]
+
+    @property
+    def _metadata(self) -> tuple[Any, Optional[tuple[int, ...]], bool]:
+        return meta_of(self.out) if self._meta is None else self._meta
 
     @property
     def container(self) -> Optional[Container]:
