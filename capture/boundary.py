@@ -73,6 +73,24 @@ def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: 
             _add(capture, MODULE_OUTPUT, f"{label}/output", result.spec, result.leaves)
 
 
+def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
+    """Op indices of the tensors a module call takes (one level into lists, tuples, dicts)."""
+    found: dict[int, None] = {}
+    for value in (*args, *kwargs.values()):
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            index = capture.producer.get(id(item)) if isinstance(item, torch.Tensor) else None
+            if index is not None:
+                found[index] = None
+    return list(found)
+
+
+def call_outputs(capture: Any, out: Any) -> list[int]:
+    """Op indices of every tensor leaf of a module call's return value."""
+    leaves = [out] if isinstance(out, torch.Tensor) else flatten(out).leaves
+    return list(dict.fromkeys(i for i in (capture.producer.get(id(t)) for t in leaves) if i is not None))
+
+
 def _add(capture: Any, role: str, root_id: str, spec: Any, leaves: list) -> None:
     ops = [-1 if (index := capture.producer_of(tensor)) is None else index for tensor in leaves]
     capture.raw.containers.append(RawContainer(role, root_id, spec, ops))

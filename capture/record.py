@@ -100,6 +100,19 @@ class RawModule:
 
 
 @dataclass(slots=True)
+class RawCall:
+    """What one module call took and returned, beside ``RawCapture.calls``' (module, number)."""
+
+    #: Index into :attr:`RawCapture.calls` of the call it ran inside; -1 for the outermost.
+    parent: int
+    #: Op indices of the tensors passed in (positional then keyword, one level into lists,
+    #: tuples and dicts), each once; tensors no op produced (parameters) are left out.
+    inputs: list[int]
+    #: Op indices of the tensors it returned (every leaf of its return value), each once.
+    outputs: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class RawCapture:
     """Everything one forward pass recorded."""
 
@@ -107,6 +120,8 @@ class RawCapture:
     modules: list[RawModule] = field(default_factory=list)
     #: Module calls in the order they started: ``(module index, call number from 1)``.
     calls: list[tuple[int, int]] = field(default_factory=list)
+    #: Per module call (same order): its parent call, inputs and outputs.
+    call_io: list[RawCall] = field(default_factory=list)
     #: Chain id -> places, outermost first (from :class:`capture.frames.ChainInterner`).
     chains: list[tuple[Place, ...]] = field(default_factory=list)
     #: The model's return value, as it returned it.

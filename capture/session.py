@@ -26,11 +26,11 @@ from torchlens.analysis.errors import CaptureThreadError
 from torchlens.analysis.sites import instruction_place
 
 from . import funcs
-from .boundary import record_inputs, record_module_call, record_output
+from .boundary import call_inputs, call_outputs, record_inputs, record_module_call, record_output
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .patches import Patches
-from .record import OP, OUTPUT, RawCapture, RawModule, RawOp, meta_of
+from .record import OP, OUTPUT, RawCall, RawCapture, RawModule, RawOp, meta_of
 from .replay import GlobalState, RecordedCall, freeze, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
@@ -379,6 +379,7 @@ class Capture(TorchFunctionMode):
         record.num_calls += 1
         call = len(self.raw.calls)
         self.raw.calls.append((index, record.num_calls))
+        self.raw.call_io.append(RawCall(self.stack[-1] if self.stack else -1, call_inputs(self, args, kwargs)))
         self.stack.append(call)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
@@ -393,6 +394,7 @@ class Capture(TorchFunctionMode):
         finally:
             self.stack.pop()
             self.suspended -= script
+        self.raw.call_io[call].outputs = call_outputs(self, out)
         if outermost:
             self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
         if self.containers:

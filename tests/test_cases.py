@@ -396,7 +396,7 @@ def test_layers(case: Case):
     for address, calls in case.modules.items():
         module = trace.modules[address]
         assert (module.address, module.num_calls) == (address, calls)
-        assert list(module.calls) == [f"{address}:{k}" for k in range(1, calls + 1)]
+        assert [call.label for call in module.calls] == [f"{address}:{k}" for k in range(1, calls + 1)]
     if case.check is not None:
         case.check(trace, model, inputs)
 
@@ -454,10 +454,16 @@ def test_module_calls_and_pass_lookup():
     (x,) = inputs
     trace = tl.trace(model, x)
     block = trace.modules["block"]
-    assert (block.num_calls, list(block.calls)) == (3, ["block:1", "block:2", "block:3"])
+    assert (block.num_calls, [str(call) for call in block.calls]) == (3, ["block:1", "block:2", "block:3"])
     assert block.type_name == "LinearTanh"
     assert trace["block"].address == "block"
-    assert trace["block:2"] is not None
+    call = trace["block:2"]
+    assert call is block.calls[1]
+    assert (call.label, call.module, call.index, call.parent) == ("block:2", "block", 2, "self:1")
+    assert call.ops == ("linear_1:2", "tanh_1:2") and call.outputs == ("tanh_1:2",)
+    assert call.inputs == ("tanh_1:1",)
+    assert trace["block.lin:2"].parent == "block:2" and trace["block.lin:2"].ops == ("linear_1:2",)
+    assert trace["self:1"].inputs == ("input_1:1",) and trace["self:1"].outputs == ("tanh_1:3",)
     tanh = trace["tanh_1"]
     assert tanh.module == "block"
     assert [op.module_call for op in tanh.ops] == ["block:1", "block:2", "block:3"]

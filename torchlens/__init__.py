@@ -27,6 +27,7 @@ _EXPORTS = {
     "Layer": "records",
     "Op": "records",
     "Module": "records",
+    "ModuleCall": "records",
     "Param": "records",
     "CallSite": "records",
     "TorchLensError": "errors",
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from .options import OpInfo
     from .recording import Recording, record
     from .predict import predict
-    from .records import CallSite, Layer, Module, Op, Param
+    from .records import CallSite, Layer, Module, ModuleCall, Op, Param
     from .trace import Trace
 
 

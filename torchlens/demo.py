@@ -38,7 +38,7 @@ def main() -> None:
     for layer in trace.layers:                      # in order of first execution
         print(layer.layer_label, layer.func_name, layer.num_passes)
     print(trace["tanh_1:2"].out)                    # the second pass's output tensor
-    print(trace.modules["block"].num_calls, trace.modules["block"].calls)
+    print(trace.modules["block"].num_calls, [str(call) for call in trace.modules["block"].calls])
     print(trace)                                    # layers, passes, shapes, modules
 
 

@@ -21,7 +21,7 @@ from torchlens.capture.buffers import BUFFER
 from torchlens.capture.record import RawCapture, RawOp, layer_key
 
 from .buffers import Buffer
-from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, Op, OpGraph
+from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, ModuleCall, Op, OpGraph
 
 #: What ran: ``trace.options.grouping_policy``.
 GROUPING_POLICY = {
@@ -67,7 +67,7 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
         )
         layers.append(layer)
         index[layer.layer_label] = layer
-    return layers, ops, _modules(raw, addresses), _buffers(raw, ops, addresses)
+    return layers, ops, _modules(raw, addresses, call_labels, op_labels), _buffers(raw, ops, addresses)
 
 
 def _ordinals(raw: RawCapture) -> list[int]:
@@ -142,10 +142,20 @@ def _call_site(raw: RawCapture, op: RawOp, addresses: list[str]) -> CallSite:
     return CallSite(tuple(frames))
 
 
-def _modules(raw: RawCapture, addresses: list[str]) -> dict[str, Module]:
-    calls: dict[int, list[str]] = {}
-    for m, k in raw.calls:
-        calls.setdefault(m, []).append(f"{addresses[m]}:{k}")
+def _modules(raw: RawCapture, addresses: list[str], call_labels: list[str],
+             op_labels: list[str]) -> dict[str, Module]:
+    inside: list[list[str]] = [[] for _ in raw.calls]
+    for i, op in enumerate(raw.ops):
+        call = op.call
+        while call >= 0:
+            inside[call].append(op_labels[i])
+            call = raw.call_io[call].parent
+    calls: dict[int, list[ModuleCall]] = {}
+    for n, ((m, k), io) in enumerate(zip(raw.calls, raw.call_io)):
+        calls.setdefault(m, []).append(ModuleCall(
+            call_labels[n], addresses[m], k, call_labels[io.parent] if io.parent >= 0 else None,
+            tuple(op_labels[i] for i in io.inputs), tuple(op_labels[i] for i in io.outputs), tuple(inside[n]),
+        ))
     return {
         m.address: Module(m.address, m.type_name, m.num_calls, tuple(calls.get(i, ())), m.params,
                           m.children, m.parent, m.buffers)

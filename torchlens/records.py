@@ -1,4 +1,5 @@
-"""The records users read: :class:`Layer`, :class:`Op`, :class:`Module`, :class:`Param`.
+"""The records users read: :class:`Layer`, :class:`Op`, :class:`Module`, :class:`ModuleCall`,
+:class:`Param`.
 
 Frozen, slotted dataclasses with few fields; derived views are properties. A :class:`Layer`
 holds its passes (``ops``); an :class:`Op` knows its layer through the trace's index.
@@ -201,6 +202,30 @@ class Layer:
 
 
 @dataclass(frozen=True, slots=True)
+class ModuleCall:
+    """One call of a module: ``trace["block:2"]``. ``str()`` gives its label."""
+
+    #: ``{module address}:{index}``, e.g. ``block:2``.
+    label: str
+    #: Address of the module called.
+    module: str
+    #: Which call of that module this is (1-based, in the order the calls started).
+    index: int
+    #: Label of the module call it ran inside; ``None`` for the model's own call.
+    parent: Optional[str]
+    #: Labels of the ops whose outputs were passed in (in argument order), and of the ops
+    #: whose outputs it returned (in the order of its return value's leaves).
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    #: Labels of every op that ran during the call, nested module calls included, in
+    #: capture order.
+    ops: tuple[str, ...] = field(repr=False)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True, slots=True)
 class Module:
     """One module instance of the model and its numbered calls."""
 
@@ -210,8 +235,8 @@ class Module:
     type_name: str
     #: How many times it was called during the forward pass.
     num_calls: int
-    #: Labels of its calls: ``{address}:{k}``.
-    calls: tuple[str, ...]
+    #: Its calls, in order (``calls[k - 1]`` is ``{address}:{k}``).
+    calls: tuple[ModuleCall, ...]
     #: Addresses of its own parameters (not its children's).
     params: tuple[str, ...]
     #: Addresses of its direct children.

@@ -26,7 +26,7 @@ def render_trace(trace: "Trace") -> str:
             ", ".join(layer.params), where,
         ])
     modules = [
-        [m.address, m.type_name, str(m.num_calls), ", ".join(m.calls[:3]) + (" ..." if m.num_calls > 3 else "")]
+        [m.address, m.type_name, str(m.num_calls), ", ".join(map(str, m.calls[:3])) + (" ..." if m.num_calls > 3 else "")]
         for m in trace.modules.values()
     ]
     return "\n".join([

@@ -12,7 +12,7 @@ from .containers import ContainerRecords, records_of
 from .errors import TorchLensValueError, TraceInvariantError
 from .memory import nbytes
 from .options import TraceOptions
-from .records import Layer, Module, Op, Param
+from .records import Layer, Module, ModuleCall, Op, Param
 from .rerun import run_again
 from .table import render_trace
 from .validation import ValidationReport, validate_forward_pass
@@ -82,11 +82,11 @@ class Trace:
         index.update((op.label, op) for op in self.ops)
         for module in self.modules.values():
             index.setdefault(module.address, module)
-            index.update((call, module) for call in module.calls)
+            index.update((call.label, call) for call in module.calls)
         for buffer in self.buffers.values():
             index.update((f"{buffer.address}:{op.buffer.version}", op) for op in buffer.versions)
 
-    def __getitem__(self, key: str) -> Union[Layer, Op, Module]:
+    def __getitem__(self, key: str) -> Union[Layer, Op, Module, ModuleCall]:
         try:
             return self._index[key]
         except (KeyError, TypeError):
