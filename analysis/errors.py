@@ -21,6 +21,11 @@ __all__ = [
     "ContainerFlattenError",
     "ContainerKeyError",
     "ContainerStructureError",
+    "ContainerTypeMissingError",
+    "InterventionError",
+    "BufferThreadGapError",
+    "BufferThreadGapWarning",
+    "TraceFileError",
 ]
 
 
@@ -58,6 +63,26 @@ class ValidationError(TorchLensError, AssertionError):
     """``validate_forward_pass(strict=True)`` found an op whose replay differs."""
 
 
+class InterventionError(TorchLensError, ValueError):
+    """``trace.do(...)`` cannot re-execute what an edit reaches (no saved outputs, no replay
+    record for an op, an edit function that does not return a tensor)."""
+
+
+class BufferThreadGapError(TorchLensError, RuntimeError):
+    """``trace.do(..., strict=True)``: an edit reached a buffer write whose new state cannot be
+    certified (a fused running-statistics update, a write through a slice)."""
+
+
+class BufferThreadGapWarning(UserWarning):
+    """``trace.do(...)``: an edit reached a buffer write whose new state cannot be certified;
+    that version keeps its captured value (experimental name, from the buffers spec)."""
+
+
+class TraceFileError(TorchLensError, ValueError):
+    """``tl.load`` met a file that is not a readable torchlens trace: truncated, corrupted,
+    or written by a newer format version."""
+
+
 # -- prediction ------------------------------------------------------------------------------
 
 
@@ -89,3 +114,8 @@ class ContainerKeyError(TorchLensError, KeyError):
 
 class ContainerStructureError(TorchLensError, ValueError):
     """``trace.run`` got a return value whose structure differs from the recorded one."""
+
+
+class ContainerTypeMissingError(TorchLensError, TypeError):
+    """A loaded trace's container names a class this process has not registered or imported;
+    the message says which class to import or register."""

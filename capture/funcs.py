@@ -55,6 +55,16 @@ def is_inplace(name: str) -> bool:
     return name.endswith("_") and not name.startswith("_") or name == "setitem"
 
 
+#: Ops that draw from torch's random state: a partial replay still runs them all, in capture
+#: order, so each draws the numbers it drew during the capture.
+RANDOM = frozenset({
+    "dropout", "dropout_", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "native_dropout",
+    "fused_dropout", "bernoulli", "bernoulli_", "rand", "randn", "randint", "rand_like", "randn_like",
+    "randint_like", "randperm", "normal", "normal_", "uniform_", "exponential_", "geometric_", "cauchy_",
+    "log_normal_", "random_", "multinomial", "poisson", "rrelu", "rrelu_", "scaled_dot_product_attention",
+})
+
+
 def classify(func: Any) -> FuncInfo:
     """Classify ``func`` as handed to ``__torch_function__`` (uncached: call through a cache)."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":

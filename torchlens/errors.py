@@ -5,17 +5,22 @@ them; this module is their public face.
 """
 
 from torchlens.analysis.errors import (
+    BufferThreadGapError,
+    BufferThreadGapWarning,
     BufferWriteError,
     CaptureThreadError,
     ContainerFlattenError,
     ContainerKeyError,
     ContainerStructureError,
+    ContainerTypeMissingError,
+    InterventionError,
     OpaqueContainerError,
     PredictionError,
     SourceUnavailableError,
     TorchLensError,
     TorchLensTypeError,
     TorchLensValueError,
+    TraceFileError,
     TraceInvariantError,
     ValidationError,
     __all__,

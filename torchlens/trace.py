@@ -10,6 +10,7 @@ from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 from .buffers import Buffer
 from .containers import ContainerRecords, records_of
 from .errors import TorchLensValueError, TraceInvariantError
+from .intervention import intervene
 from .memory import nbytes
 from .options import TraceOptions
 from .records import Layer, Module, ModuleCall, Op, Param
@@ -140,6 +141,18 @@ class Trace:
         mismatch raises :class:`~torchlens.validation.ValidationError`.
         """
         return validate_forward_pass(self, strict)
+
+    def do(self, edits: Mapping[str, Any], strict: bool = False) -> "Trace":
+        """What this forward pass would have computed with some op outputs changed.
+
+        ``edits`` maps op labels (``relu_1:2``) to a tensor or to a function of the saved
+        output (``lambda out: out * 0``). The ops the edits reach are re-executed from the
+        trace's own snapshots; the result is a new trace with the same labels (see
+        :mod:`torchlens.intervention`). Edits that reach a buffer write which cannot be
+        certified warn (:class:`~torchlens.errors.BufferThreadGapWarning`), or raise with
+        ``strict=True``.
+        """
+        return intervene(self, edits, strict)
 
     def reconstruct_output(self) -> Any:
         """Rebuild the model's return value (tuple, list, dict, namedtuple, dataclass,

@@ -19,11 +19,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchlens.analysis.arguments import check_bool
-from torchlens.capture.buffers import FUSED_MUTATORS
-from torchlens.capture.funcs import is_inplace
-from torchlens.capture.replay import substitute
-
 from .errors import TorchLensValueError, ValidationError
+from .replay import Reexecution
 
 if TYPE_CHECKING:
     from .records import Op
@@ -70,9 +67,8 @@ def validate_forward_pass(trace: "Trace", strict: bool = False) -> ValidationRep
 class _Replay:
     def __init__(self, trace: "Trace") -> None:
         self.ops = trace.ops
-        self.position = {op.label: i for i, op in enumerate(trace.ops)}
-        self.values: list[Any] = [None] * len(trace.ops)
-        self.calls: dict[int, tuple[Any, dict[int, torch.Tensor]]] = {}
+        self.engine = Reexecution(trace, [None] * len(trace.ops))
+        self.values = self.engine.values
         self.latest: dict[str, int] = {}
         self.mismatches: list[tuple[str, str]] = []
         self.transition_only: list[str] = []
@@ -84,14 +80,14 @@ class _Replay:
         return ValidationReport(not self.mismatches, self.checked, tuple(self.mismatches), tuple(self.transition_only))
 
     def _value(self, i: int, op: "Op") -> Any:
-        parent = self.position[op.parents[0]] if op.parents else -1
+        parent = self.engine.parent(op)
         if op.layer.is_input:
             return op.out
         if op.layer.is_output:
             return self._compare(op, self.values[parent])
         if op.buffer is not None:
             return self._buffer_version(i, op, parent)
-        return self._compare(op, self._call(op))
+        return self._compare(op, self.engine.call(op))
 
     def _buffer_version(self, i: int, op: "Op", writer: int) -> Any:
         version = op.buffer
@@ -103,36 +99,9 @@ class _Replay:
             self.transition_only.append(op.label)
             return op.out
         if version.write_kind == "fused":
-            copies = self.calls[id(self.ops[writer]._replay)][1]
-            return self._compare(op, copies.get(previous, op.out))
+            written = self.engine.written_copy(writer, previous)
+            return self._compare(op, op.out if written is None else written)
         return self._compare(op, self.values[writer])
-
-    def _call(self, op: "Op") -> Any:
-        call = op._replay
-        entry = self.calls.get(id(call))
-        if entry is None:
-            writes = is_inplace(op.func_name) or op.func_name in FUSED_MUTATORS
-            copies: dict[int, torch.Tensor] = {}
-
-            def replace(k: int, tensor: torch.Tensor) -> torch.Tensor:
-                source = call.sources[k]
-                if source <= -2:
-                    return call.snapshots[k].clone()
-                if source < 0:  # a parameter or constant: the trace's snapshot
-                    return tensor.clone() if writes else tensor
-                value = self.values[source]
-                if writes:  # never write into a saved or replayed value
-                    value = copies[source] = value.clone()
-                return value
-
-            args, kwargs = substitute(call.args, call.kwargs, replace)
-            result = call.func(*args, **kwargs)
-            if result is None and writes:
-                result = args[0]
-            entry = self.calls[id(call)] = (result, copies)
-        result = entry[0]
-        slot = op.graph.site_key[2]
-        return result[slot] if isinstance(result, (tuple, list)) else result
 
     def _compare(self, op: "Op", value: Any) -> Any:
         self.checked += 1
