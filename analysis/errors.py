@@ -73,7 +73,7 @@ class BufferThreadGapError(TorchLensError, RuntimeError):
     certified (a fused running-statistics update, a write through a slice)."""
 
 
-class BufferThreadGapWarning(UserWarning):
+class BufferThreadGapWarning(TorchLensError, UserWarning):
     """``trace.do(...)``: an edit reached a buffer write whose new state cannot be certified;
     that version keeps its captured value (experimental name, from the buffers spec)."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -41,6 +42,29 @@ _CONSTANTS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis),
 
 #: User-registered containers: type -> (flatten, unflatten). Filled by ``tl.types.register_container``.
 REGISTRY: dict[type, tuple[Callable, Callable]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """A class named by a loaded trace (``module``, ``qualname``) but not looked up yet: loading
+    never imports. Rebuilding a container resolves it (:func:`resolve_type`)."""
+
+    module: str
+    qualname: str
+
+    @property
+    def __name__(self) -> str:  # Node.type_name reads it as it reads a class's
+        return self.qualname.rpartition(".")[2]
+
+    def __str__(self) -> str:
+        return f"{self.module}.{self.qualname}"
+
+
+@dataclass(frozen=True, slots=True)
+class Unsaved:
+    """A constant or ``aux_data`` a saved trace could not hold as plain data (its ``repr``)."""
+
+    text: str
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -165,6 +189,21 @@ def _container(kind: str, tp: Any, keys: tuple, children: tuple, data: Any = Non
 def registered(tp: type) -> Optional[tuple[Callable, Callable]]:
     """The ``(flatten, unflatten)`` registered for ``tp`` or its nearest base, if any."""
     return next((REGISTRY[base] for base in tp.__mro__ if base in REGISTRY), None)
+
+
+def resolve_type(tp: Any) -> Optional[type]:
+    """The class a :class:`TypeRef` names, if this process has it: a registered container type
+    of that name, else the class in its module when that module is already imported (looked
+    up with ``vars``; nothing is imported or run). A class is returned as it is."""
+    if not isinstance(tp, TypeRef):
+        return tp
+    for known in REGISTRY:
+        if known.__module__ == tp.module and known.__qualname__ == tp.qualname:
+            return known
+    value: Any = sys.modules.get(tp.module)
+    for part in tp.qualname.split("."):
+        value = vars(value).get(part) if hasattr(value, "__dict__") else None
+    return value if isinstance(value, type) else None
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,6 +23,8 @@ __version__ = "0.2.0"
 _EXPORTS = {
     "trace": "api",
     "predict": "predict",
+    "save": "persistence",
+    "load": "persistence",
     "Trace": "trace",
     "Layer": "records",
     "Op": "records",
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from .api import trace
     from .errors import TorchLensError
     from .options import OpInfo
+    from .persistence import load, save
     from .recording import Recording, record
     from .predict import predict
     from .records import CallSite, Layer, Module, ModuleCall, Op, Param

@@ -12,11 +12,11 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from torchlens.capture.containers import (
-    ARGS, CONST, CUSTOM, DATACLASS, DICT, LEAF, LIST, MODEL_OUTPUT, NAMEDTUPLE, OPAQUE, TUPLE, Node,
-    path_text, registered,
+    ARGS, CONST, CUSTOM, DATACLASS, DICT, LEAF, LIST, MODEL_OUTPUT, NAMEDTUPLE, OPAQUE, TUPLE, Node, Unsaved,
+    path_text, registered, resolve_type,
 )
 
-from .errors import OpaqueContainerError, TraceInvariantError
+from .errors import ContainerTypeMissingError, OpaqueContainerError, TraceInvariantError
 
 
 def rebuild(root: Node, path: tuple, value_of: Callable[[int], Any], where: str) -> Any:
@@ -27,7 +27,40 @@ def rebuild(root: Node, path: tuple, value_of: Callable[[int], Any], where: str)
     node = root
     for key in path:
         node = node.children[node.keys.index(key)]
+    _preflight(node, where + path_text(root, path))
     return _Rebuilder(root, value_of, where).value(node, path)
+
+
+def _preflight(node: Node, where: str) -> None:
+    """Before anything is rebuilt: every class below must be available (a loaded trace names
+    classes it never imports) and every constant must have been saved."""
+    missing: dict[str, str] = {}
+    unsaved: list[str] = []
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        todo.extend(node.children)
+        if node.kind in (LEAF, OPAQUE, ARGS):
+            continue
+        if isinstance(node.data, Unsaved) and node.kind in (CONST, CUSTOM, DICT):
+            unsaved.append(node.data.text)
+        tp = resolve_type(node.type)
+        if tp is None or (node.kind == CUSTOM and registered(tp) is None):
+            name = str(node.type)
+            missing[name] = (
+                f"register it with tl.types.register_container({name.rpartition('.')[2]}, flatten, unflatten)"
+                if node.kind == CUSTOM else f"import {node.type.module} before rebuilding"
+            )
+    if missing:
+        raise ContainerTypeMissingError(
+            f"cannot rebuild {where}: it holds " + "; ".join(f"{name}, which this process lacks: {what}"
+                                                          for name, what in missing.items())
+        )
+    if unsaved:
+        raise ContainerTypeMissingError(
+            f"cannot rebuild {where}: the saved trace could not keep these values as plain data: "
+            f"{', '.join(unsaved)}; rebuild it from the live trace instead"
+        )
 
 
 class _Rebuilder:
@@ -52,7 +85,7 @@ class _Rebuilder:
 
 
 def _construct(node: Node, items: list) -> Any:
-    tp, kind = node.type, node.kind
+    tp, kind = resolve_type(node.type), node.kind
     if kind == ARGS:
         positional = [v for k, v in zip(node.keys, items) if isinstance(k, int)]
         return tuple(positional), {k: v for k, v in zip(node.keys, items) if isinstance(k, str)}

@@ -15,11 +15,16 @@ from typing import Any, Mapping, Optional
 from torchlens.capture.containers import CONST, LEAF, OPAQUE, Node, flatten, path_text
 
 from .containers import ContainerRecords
-from .errors import ContainerStructureError
+from .errors import ContainerStructureError, TorchLensValueError
 
 
 def run_again(records: ContainerRecords, inputs: tuple, forward_kwargs: Optional[Mapping[str, Any]]) -> Any:
     """``model(*inputs, **kwargs)`` with the traced call's keyword arguments unless others are given."""
+    if records.model is None:
+        raise TorchLensValueError(
+            "this trace was loaded from a file, which holds no model; run the model yourself, or "
+            "trace it again with tl.trace to get a trace that can run it"
+        )
     kwargs = records.forward_kwargs if forward_kwargs is None else forward_kwargs
     output = records.model(*inputs, **kwargs)
     recorded = records.output.spec

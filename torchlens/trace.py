@@ -109,6 +109,25 @@ class Trace:
         """Buffer versions created by writes (provisional name, as in the spec)."""
         return tuple(op for op in self.ops if op.buffer_write_kind is not None)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when the saved representations are (:func:`torchlens.persistence.same`): the
+        same records (labels, passes, call sites, modules and their calls, params, buffers,
+        containers, options, replay calls) and tensors of the same dtype, shape and values
+        (NaN equal to NaN). The model (``run``) and the prediction report are not compared."""
+        if not isinstance(other, Trace):
+            return NotImplemented
+        from .persistence import same
+
+        return self is other or same(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        """Pickling (multiprocessing) goes through the file format: no model, no code."""
+        from .persistence import dumps, loads
+
+        return loads, (dumps(self),)
+
     def __contains__(self, key: object) -> bool:
         return key in self._index
 

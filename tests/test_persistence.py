@@ -1,0 +1,205 @@
+"""Issue 14 point 2: ``tl.save`` / ``tl.load`` and pickling, through one plain versioned format."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+import torchlens as tl
+from models.containers import PACKS, PairBox, Returns
+from test_cases import ALL_PARAMS, build
+from torchlens.capture.containers import REGISTRY, registered
+from torchlens.errors import ContainerTypeMissingError, TraceFileError
+from torchlens.persistence import dumps, loads
+
+STRUCTURE = tl.options.CaptureOptions(capture_container_structure=True)
+
+
+def roundtrip(trace, tmp_path):
+    path = tmp_path / "trace.tltrace"
+    tl.save(trace, path)
+    return tl.load(path)
+
+
+def assert_same_records(loaded, trace) -> None:
+    """What ``==`` covers, spelled out on the public records."""
+    assert [(l.layer_label, l.num_passes, str(l.call_site)) for l in loaded.layers] == [
+        (l.layer_label, l.num_passes, str(l.call_site)) for l in trace.layers]
+    assert [(o.label, o.parents, o.children, o.module_call, o.buffer) for o in loaded.ops] == [
+        (o.label, o.parents, o.children, o.module_call, o.buffer) for o in trace.ops]
+    assert loaded.modules == trace.modules and loaded.params == trace.params
+    assert loaded.options == trace.options
+    assert list(loaded.buffers) == list(trace.buffers)
+
+
+@pytest.mark.parametrize("case", ALL_PARAMS)
+def test_every_case_round_trips(case, tmp_path):
+    model, inputs = build(case)
+    trace = tl.trace(model, *inputs)
+    loaded = roundtrip(trace, tmp_path)
+    assert loaded == trace
+    assert_same_records(loaded, trace)
+    loaded.check()
+    for ours, theirs in zip(loaded.ops, trace.ops):
+        assert torch.equal(ours.out, theirs.out) or torch.allclose(ours.out, theirs.out, equal_nan=True)
+    if all(op._replay is not None for op in loaded.ops if not (op.layer.is_input or op.layer.is_output or op.is_buffer)):
+        assert loaded.validate_forward_pass(strict=True).ok
+
+
+def test_tiny_gpt2_round_trips_and_rebuilds_its_model_output(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=32)
+    model, ids = transformers.GPT2LMHeadModel(config).eval(), torch.randint(0, 100, (1, 5))
+    trace = tl.trace(model, ids, forward_kwargs={"use_cache": False}, capture=STRUCTURE)
+    loaded = roundtrip(trace, tmp_path)
+    assert loaded == trace
+    assert_same_records(loaded, trace)
+    rebuilt = loaded.reconstruct_output()
+    assert type(rebuilt) is type(trace.reconstruct_output()) and torch.equal(rebuilt.logits, trace.reconstruct_output().logits)
+    assert loaded.validate_forward_pass(strict=True).ok
+
+
+def test_equality_sees_a_changed_value():
+    torch.manual_seed(0)
+    trace = tl.trace(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), torch.randn(2, 3))
+    assert trace == loads(dumps(trace))
+    assert trace != trace.do({"linear_1": lambda out: out + 1})
+    assert trace != tl.trace(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), torch.randn(2, 3))
+
+
+def test_pickle_goes_through_the_same_representation():
+    torch.manual_seed(0)
+    trace = tl.trace(nn.Sequential(nn.Linear(3, 3), nn.Tanh()), torch.randn(2, 3))
+    again = pickle.loads(pickle.dumps(trace))
+    assert again == trace and again.validate_forward_pass(strict=True).ok
+    assert again.do({"linear_1": torch.zeros(2, 3)}) == trace.do({"linear_1": torch.zeros(2, 3)})
+
+
+def test_metadata_only_when_outputs_were_not_saved(tmp_path):
+    torch.manual_seed(0)
+    bare = tl.options.CaptureOptions(save_outputs=False)
+    trace = tl.trace(nn.Sequential(nn.Linear(3, 3), nn.Tanh()), torch.randn(2, 3), capture=bare)
+    loaded = roundtrip(trace, tmp_path)
+    assert loaded == trace and all(op.out is None for op in loaded.ops)
+    assert not loaded.options.capture.save_outputs
+    size = (tmp_path / "trace.tltrace").stat().st_size
+    full = tl.trace(nn.Sequential(nn.Linear(3, 3), nn.Tanh()), torch.randn(2, 3))
+    tl.save(full, tmp_path / "full.tltrace")
+    assert size < (tmp_path / "full.tltrace").stat().st_size
+
+
+def test_containers_round_trip(tmp_path):
+    for name, pack in PACKS.items():
+        torch.manual_seed(0)
+        x = torch.randn(3)
+        trace = tl.trace(Returns(pack), x, capture=STRUCTURE)
+        loaded = roundtrip(trace, tmp_path)
+        assert loaded == trace, name
+        rebuilt, expected = loaded.reconstruct_output(), trace.reconstruct_output()
+        assert type(rebuilt) is type(expected), name
+        assert repr(rebuilt) == repr(expected), name
+
+
+def test_registered_container_types_are_named_when_missing(tmp_path):
+    tl.types.register_container(PairBox, lambda v: ([v.left, v.right], {"side": "left"}),
+                                lambda aux, children: PairBox(*children))
+    trace = tl.trace(Returns(lambda a, b: {"box": PairBox(a, b)}), torch.randn(3), capture=STRUCTURE)
+    data = dumps(trace)
+    saved = REGISTRY.pop(PairBox)
+    registered.cache_clear()
+    try:
+        loaded = loads(data)
+        assert loaded == trace
+        with pytest.raises(ContainerTypeMissingError, match=r"register_container\(PairBox"):
+            loaded.reconstruct_output()
+    finally:
+        REGISTRY[PairBox] = saved
+        registered.cache_clear()
+    rebuilt = loads(data).reconstruct_output()["box"]
+    assert isinstance(rebuilt, PairBox) and torch.equal(rebuilt.right, trace.reconstruct_output()["box"].right)
+
+
+# -- a file from a stranger ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_bytes() -> bytes:
+    torch.manual_seed(0)
+    return dumps(tl.trace(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), torch.randn(2, 3)))
+
+
+def rewritten(data: bytes, change) -> bytes:
+    """The same file with its metadata changed by ``change(meta)``."""
+    from safetensors.torch import load, save
+
+    size = int.from_bytes(data[:8], "little")
+    meta = json.loads(data[8:8 + size])["__metadata__"]
+    change(meta)
+    return save(load(data), metadata=meta)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped-data", "flipped-header", "empty", "not-safetensors"])
+def test_a_damaged_file_is_refused_whole(saved_bytes, damage, tmp_path):
+    data = bytearray(saved_bytes)
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped-data":
+        data[-3] ^= 0xFF
+    elif damage == "flipped-header":
+        data[40] ^= 0x5A
+    elif damage == "empty":
+        data = bytearray()
+    else:
+        data = bytearray(b"PK\x03\x04 this is a zip file, not a trace" * 4)
+    path = tmp_path / "bad.tltrace"
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceFileError, match="bad.tltrace"):
+        tl.load(path)
+
+
+def test_a_newer_format_version_is_refused(saved_bytes):
+    newer = rewritten(saved_bytes, lambda meta: meta.update(version="2"))
+    with pytest.raises(TraceFileError, match="newer than this torchlens"):
+        loads(newer)
+
+
+def test_edited_records_fail_the_digest(saved_bytes):
+    tampered = rewritten(saved_bytes, lambda meta: meta.update(records=meta["records"].replace("relu_1", "relu_9")))
+    with pytest.raises(TraceFileError, match="digest"):
+        loads(tampered)
+
+
+def test_loading_runs_no_code_and_imports_nothing(saved_bytes, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("loading must not unpickle")
+
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    before = set(sys.modules)
+    loads(saved_bytes)
+    assert set(sys.modules) == before
+
+
+def test_a_file_naming_code_outside_torch_is_refused(saved_bytes):
+    from torchlens.persistence import _digest
+
+    def hostile(meta):
+        records = json.loads(meta["records"])
+        records["calls"][0]["func"] = ["path", "os.system"]
+        meta["records"] = json.dumps(records)
+
+    data = rewritten(saved_bytes, hostile)
+    from safetensors.torch import load, save
+
+    size = int.from_bytes(data[:8], "little")
+    meta = json.loads(data[8:8 + size])["__metadata__"]
+    tensors = load(data)
+    meta["digest"] = _digest(meta["records"], tensors)  # a careful attacker fixes the digest too
+    with pytest.raises(TraceFileError, match="not inside torch"):
+        loads(save(tensors, metadata=meta))
