@@ -137,3 +137,5 @@ class RawCapture:
     #: With a selection (``save=`` names or a predicate): ``(op index, OpInfo)`` of each op
     #: whose output was kept, in capture order.
     selected: list[tuple[int, Any]] = field(default_factory=list)
+    #: With ``save_gradients``: the :class:`capture.gradients.Gradients` its hooks fill.
+    gradients: Any = None

@@ -29,6 +29,7 @@ from . import funcs
 from .boundary import call_inputs, call_outputs, record_inputs, record_module_call, record_output
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
+from .gradients import Gradients
 from .patches import Patches
 from .record import OP, OUTPUT, RawCall, RawCapture, RawModule, RawOp, meta_of
 from .replay import GlobalState, RecordedCall, freeze, tensor_args
@@ -59,9 +60,12 @@ _FORWARD_LINES = _forward_lines()
 class Capture(TorchFunctionMode):
     """Records one forward pass of ``model``; use :func:`capture_forward`."""
 
-    def __init__(self, model: nn.Module, save: Save = ALL, containers: bool = False) -> None:
+    def __init__(self, model: nn.Module, save: Save = ALL, containers: bool = False,
+                 gradients: bool = False) -> None:
         super().__init__()
         self.raw = RawCapture()
+        #: With ``save_gradients``: the store the tensor hooks fill.
+        self.raw.gradients = Gradients() if gradients else None
         #: Keep every output and the replay records (``save="all"``).
         self.keep_all = save == ALL
         #: For a selection: which ops to keep, and their labels as grouping will give them.
@@ -205,6 +209,12 @@ class Capture(TorchFunctionMode):
         index = len(self.raw.ops)
         self.raw.ops.append(op)
         tensor = op.out
+        if self.raw.gradients is not None:
+            self.suspended += 1  # register_hook dispatches to the mode
+            try:
+                self.raw.gradients.watch(index, tensor)
+            finally:
+                self.suspended -= 1
         self.set_producer(tensor, index)
         if not self.keep_all:
             labels = self.labels.add(index, op) if self.labels is not None else None
@@ -484,7 +494,8 @@ class Capture(TorchFunctionMode):
 
 
 def capture_forward(
-    model: nn.Module, args: tuple, kwargs: dict, save: Save = ALL, containers: bool = False
+    model: nn.Module, args: tuple, kwargs: dict, save: Save = ALL, containers: bool = False,
+    gradients: bool = False,
 ) -> RawCapture:
     """Run ``model(*args, **kwargs)`` once and return everything it recorded.
 
@@ -494,7 +505,7 @@ def capture_forward(
 
     Raises :class:`capture.threads.CaptureThreadError` when another capture is running.
     """
-    capture = Capture(model, save, containers)
+    capture = Capture(model, save, containers, gradients)
     claim_capture()
     try:
         capture.ownership = Ownership(model, record_inputs(capture, args, kwargs))

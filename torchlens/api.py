@@ -42,7 +42,7 @@ def trace(
 
         predicted = predict(model, *inputs, **dict(forward_kwargs or {}))
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save,
-                          options.capture_container_structure)
+                          options.capture_container_structure, options.save_gradients)
     result = cook(model, raw, options, forward_kwargs or {})
     if check_prediction:
         object.__setattr__(result, "prediction", result.check_prediction(predicted))

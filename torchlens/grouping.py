@@ -51,7 +51,8 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
            tuple(dict.fromkeys(op_labels[p] for p in op.parents)), tuple(dict.fromkeys(children[i])),
            op.params, call_labels[op.call] if op.call >= 0 else None,
            OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, _buffer_version(op),
-           op.replay, container_spec=op.container, _meta=op.meta)
+           op.replay, container_spec=op.container, _meta=op.meta,
+           _grad=None if raw.gradients is None else (raw.gradients, i))
         for i, op in enumerate(raw.ops)
     ]
     passes: list[list[Op]] = [[] for _ in first_ops]

@@ -54,6 +54,9 @@ class CaptureOptions:
     show_containers: Union[bool, str] = False
     #: Under ``"collapsed"`` and ``"nodes"``: how many keys a container node lists inline.
     container_max_inline: int = 4
+    #: Keep the gradient each op output receives when the caller runs ``backward()`` on the
+    #: traced output (``op.grad``); the gradients themselves are left exactly as they were.
+    save_gradients: bool = False
 
     def __post_init__(self) -> None:
         _check_save(self)
@@ -61,6 +64,7 @@ class CaptureOptions:
         check_bool("CaptureOptions(capture_container_structure=...)", self.capture_container_structure)
         check_choice("CaptureOptions(show_containers=...)", self.show_containers, SHOW_CONTAINERS, or_false=True)
         check_whole("CaptureOptions(container_max_inline=...)", self.container_max_inline)
+        check_bool("CaptureOptions(save_gradients=...)", self.save_gradients)
 
 
 def _check_save(options: CaptureOptions) -> None:

@@ -38,6 +38,7 @@ from torchlens.analysis.sites import CodeId, Place
 from torchlens.capture.containers import (
     CONST, CUSTOM, DICT, LEAF, ContainerSpec, Node, RawContainer, TypeRef, Unsaved,
 )
+from torchlens.capture.gradients import Gradients
 from torchlens.capture.replay import PRODUCED, GlobalState, RecordedCall
 
 from .buffers import Buffer
@@ -278,6 +279,7 @@ class _Writer:
             "buffer": None if op.buffer is None else dataclasses.astuple(op.buffer),
             "container": None if spec is None else [root_index[id(spec.root)], self.value(spec.path)],
             "replay": self.call(op._replay),
+            "grad": self.tensor(op.grad),
         }
 
     def call(self, call: Optional[RecordedCall]) -> Optional[int]:
@@ -462,7 +464,10 @@ class _Reader:
         index: dict[str, Any] = {}
         calls = [self.call(c) for c in records["calls"]]
         roots = [self.root(r) for r in records["containers"]]
-        ops = [self.op(o, index, calls, roots) for o in records["ops"]]
+        grads = {i: self.tensors[o["grad"]] for i, o in enumerate(records["ops"]) if o["grad"] is not None}
+        store = Gradients(grads) if grads else None
+        ops = [self.op(o, index, calls, roots, None if store is None else (store, i))
+               for i, o in enumerate(records["ops"])]
         by_label = {op.label: op for op in ops}
         per_layer: dict[str, list[Op]] = {}
         for op in ops:
@@ -506,7 +511,7 @@ class _Reader:
         return Layer(record["label"], record["func"], record["module"], bool(record["is_input"]),
                      bool(record["is_output"]), ops, tuple(record["params"]), CallSite(frames))
 
-    def op(self, record: dict, index: dict, calls: list, roots: list[RawContainer]) -> Op:
+    def op(self, record: dict, index: dict, calls: list, roots: list[RawContainer], grad: Any) -> Op:
         buffer = record["buffer"]
         container = record["container"]
         replay = record["replay"]
@@ -517,6 +522,7 @@ class _Reader:
             OpGraph(tuple(record["site_key"])), index, None if buffer is None else BufferVersion(*buffer),
             None if replay is None else calls[replay],
             container_spec=None if container is None else ContainerSpec(roots[container[0]], self.value(container[1])),
+            _grad=grad,
         )
 
     def call(self, record: dict) -> RecordedCall:

@@ -124,6 +124,16 @@ class Op:
     @property
     def _metadata(self) -> tuple[Any, Optional[tuple[int, ...]], bool]:
         return meta_of(self.out) if self._meta is None else self._meta
+    #: With ``CaptureOptions(save_gradients=True)``: the trace's gradient store and this op's
+    #: index in it.
+    _grad: Any = field(default=None, repr=False)
+
+    @property
+    def grad(self) -> Any:
+        """The gradient the last ``backward()`` through the traced output delivered to this
+        op's output, with ``CaptureOptions(save_gradients=True)``; ``None`` before that, for an
+        output that needs no gradient, or without the option."""
+        return None if self._grad is None else self._grad[0].get(self._grad[1])
 
     @property
     def container(self) -> Optional[Container]:
