@@ -203,3 +203,20 @@ def test_a_file_naming_code_outside_torch_is_refused(saved_bytes):
     meta["digest"] = _digest(meta["records"], tensors)  # a careful attacker fixes the digest too
     with pytest.raises(TraceFileError, match="not inside torch"):
         loads(save(tensors, metadata=meta))
+
+
+@pytest.mark.parametrize("save", ["none", ("relu_1",), "predicate"])
+def test_selected_outputs_round_trip_with_every_ops_metadata(save):
+    torch.manual_seed(0)
+    selection = (lambda info: info.func_name == "relu") if save == "predicate" else save
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
+    trace = tl.trace(model, torch.randn(2, 3, requires_grad=True), capture=tl.options.CaptureOptions(save=selection))
+    loaded = loads(dumps(trace))
+    assert loaded == trace
+    for ours, theirs in zip(loaded.ops, trace.ops):
+        assert (ours.out is None) == (theirs.out is None), ours.label
+        assert (ours.device, ours.stride, ours.requires_grad) == (theirs.device, theirs.stride, theirs.requires_grad)
+    kept = {op.label for op in loaded.ops if op.out is not None}
+    assert kept == (set() if save == "none" else {"relu_1:1"})
+    if save == "predicate":  # a predicate cannot be saved: the loaded trace names what it kept
+        assert loaded.options.capture.save == frozenset({"relu_1:1"})

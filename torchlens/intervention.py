@@ -148,6 +148,7 @@ def _derived(trace: "Trace", values: list[Any]) -> "Trace":
         roots = {id(root): replace(root) for root in containers.roots}
     ops = [
         replace(op, out=value, shape=tuple(value.shape), dtype=value.dtype, _layers=index, _grad=None,
+                _meta=op._metadata,
                 container_spec=None if op.container_spec is None
                 else ContainerSpec(roots[id(op.container_spec.root)], op.container_spec.path))
         for op, value in zip(trace.ops, values)

@@ -229,7 +229,7 @@ class _Writer:
         roots = list(trace.containers.roots) if trace.containers is not None else []
         root_index = {id(root): n for n, root in enumerate(roots)}
         records = {
-            "options": self.options(trace.options),
+            "options": self.options(trace.options, trace.ops),
             "state": self.state(trace._state),
             "input_layers": list(trace.input_layers),
             "output_layers": list(trace.output_layers),
@@ -247,8 +247,19 @@ class _Writer:
         }
         return records, self.tensors
 
-    def options(self, options: TraceOptions) -> dict:
-        capture = {f.name: self.value(getattr(options.capture, f.name)) for f in dataclasses.fields(options.capture)}
+    def options(self, options: TraceOptions, ops: tuple[Op, ...]) -> dict:
+        """The capture options; ``save_outputs`` is derived from ``save``, and a ``save``
+        predicate is written as the labels of the ops it kept (what a loaded trace selects)."""
+        capture = {}
+        for f in dataclasses.fields(options.capture):
+            value = getattr(options.capture, f.name)
+            if f.name == "save_outputs":
+                continue
+            if f.name == "save" and not isinstance(value, str):
+                names = value if isinstance(value, frozenset) else [op.label for op in ops if op.out is not None]
+                capture[f.name] = {"names": sorted(names)}
+            else:
+                capture[f.name] = self.value(value)
         return {"capture": capture, "grouping_policy": self.value(dict(options.grouping_policy))}
 
     def state(self, state: Optional[GlobalState]) -> Optional[dict]:
@@ -274,6 +285,7 @@ class _Writer:
         return {
             "label": op.label, "layer": op.layer_label, "pass": op.pass_num, "func": op.func_name,
             "out": self.tensor(op.out), "shape": list(op.shape), "dtype": _dtype_name(op.dtype),
+            "meta": _meta(op._metadata),
             "parents": list(op.parents), "children": list(op.children), "params": list(op.params),
             "module_call": op.module_call, "site_key": list(op.graph.site_key),
             "buffer": None if op.buffer is None else dataclasses.astuple(op.buffer),
@@ -388,6 +400,11 @@ class _Writer:
         raise _Unencodable(type(value).__name__)
 
 
+def _meta(meta: tuple[Any, Optional[tuple[int, ...]], bool]) -> list:
+    device, stride, requires_grad = meta
+    return [str(device), None if stride is None else list(stride), bool(requires_grad)]
+
+
 def _dtype_name(dtype: Any) -> Optional[str]:
     return None if dtype is None else str(dtype).removeprefix("torch.")
 
@@ -493,7 +510,10 @@ class _Reader:
         unknown = set(record["capture"]) - names
         if unknown:
             raise ValueError(f"unknown capture options {sorted(unknown)}")
-        capture = CaptureOptions(**{k: self.value(v) for k, v in record["capture"].items()})
+        fields = {k: self.value(v) for k, v in record["capture"].items() if k != "save"}
+        save = record["capture"].get("save", "all")
+        fields["save"] = frozenset(save["names"]) if isinstance(save, dict) and "names" in save else self.value(save)
+        capture = CaptureOptions(**fields)
         return TraceOptions(capture, self.value(record["grouping_policy"]))
 
     def state(self, record: Optional[dict]) -> Optional[GlobalState]:
@@ -522,7 +542,7 @@ class _Reader:
             OpGraph(tuple(record["site_key"])), index, None if buffer is None else BufferVersion(*buffer),
             None if replay is None else calls[replay],
             container_spec=None if container is None else ContainerSpec(roots[container[0]], self.value(container[1])),
-            _grad=grad,
+            _meta=_read_meta(record["meta"]), _grad=grad,
         )
 
     def call(self, record: dict) -> RecordedCall:
@@ -594,6 +614,11 @@ class _Reader:
         if tag == "type":
             return _known_type(*body)
         raise ValueError(f"unknown value tag {tag!r}")
+
+
+def _read_meta(record: list) -> tuple[torch.device, Optional[tuple[int, ...]], bool]:
+    device, stride, requires_grad = record
+    return torch.device(device), None if stride is None else tuple(stride), bool(requires_grad)
 
 
 def _place(record: dict) -> Union[Place, HookBoundary]:
