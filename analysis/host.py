@@ -28,6 +28,10 @@ class Intrinsic(Enum):
     TRANSFORM = "transform"
     #: A decorator that returns the function it is given (``torch._dynamo.disable``).
     IDENTITY = "identity"
+    #: The library's own module call (``nn.Module.__call__`` reached from a ``__call__`` override).
+    MODULE_CALL = "module_call"
+    #: A custom autograd function's ``apply``: calls ``cls.forward(ctx, *args)`` from C.
+    APPLY = "apply"
 
 
 class Member(Enum):
@@ -109,6 +113,18 @@ class Host:
 
     def emulate(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Optional[Value]:
         """The result of a library function the prediction models instead of reading, or ``None``."""
+        return None
+
+    def call_override(self, obj: Any) -> Any:
+        """A Python ``__call__`` a module's class defines instead of the library's, or ``None``."""
+        return None
+
+    def function_context(self) -> Any:
+        """The ``ctx`` object handed to a custom autograd function's ``forward``."""
+        return None
+
+    def unfollowed(self, fn: Any) -> Optional[str]:
+        """Why a library function is not followed (its ops are a gap), or ``None``."""
         return None
 
     def skip_function(self, fn: Any) -> bool:

@@ -31,7 +31,9 @@ import builtins
 import copy
 import functools
 import inspect
+import os
 import sys
+import time
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,7 +48,7 @@ from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, MAX_UNROLL,
                          MIRROR, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
                          class_attr, hashable, is_pure, keep)
-from .sites import Place, collapse
+from .sites import CodeId, Place, collapse
 from .source import CALL_OPS, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
@@ -68,8 +70,15 @@ _STDLIB_PURE = frozenset({"inspect", "typing", "dataclasses", "enum", "collectio
 _SILENT = frozenset({"warnings", "logging"})
 
 
+#: Default limits of one prediction: interpreted steps and seconds.
+MAX_STEPS = 1_000_000
+MAX_SECONDS = 5.0
+#: Steps between two looks at the clock.
+_CLOCK_EVERY = 256
+
+
 class Budget(Exception):
-    """Raised when a prediction runs past its step budget (a huge or looping program)."""
+    """Raised when a prediction runs past its step or time budget (a huge or looping program)."""
 
 
 class Exit(Enum):
@@ -127,10 +136,20 @@ Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
 class Interpreter:
     """One abstract run (the visitor). Use :mod:`torchlens.analysis.predict`."""
 
-    def __init__(self, host: Host, max_steps: int = 1_000_000) -> None:
+    def __init__(self, host: Host, max_steps: int = MAX_STEPS, max_seconds: float = MAX_SECONDS) -> None:
         self.host = host
         self.events: list[Event] = []
         self.gaps: list[Gap] = []
+        #: Where the prediction is not exact without a gap saying so (a cap, a ``try``).
+        self.notes: list[str] = []
+        #: Code objects whose recursion was cut off: counts below them are lower bounds.
+        self.cut: set[CodeId] = set()
+        #: ``try`` statements with handlers being run (a ``raise`` inside may be caught).
+        self.catching = 0
+        #: Undecided ``break``/``return`` taken so far (a loop with one has a data-dependent end).
+        self.exits = 0
+        self.deadline = time.perf_counter() + max_seconds
+        self.max_seconds = max_seconds
         self.stack: list[Any] = []
         self.mult: Count = ONE
         self.recording = True
@@ -150,7 +169,8 @@ class Interpreter:
             builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
             builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.any: self.b_all_any(True),
             builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps, copy.deepcopy: self.b_deepcopy,
-            functools.partial: self.b_partial, keep: self.b_keep,
+            functools.partial: self.b_partial, keep: self.b_keep, builtins.eval: self.b_eval,
+            builtins.exec: self.b_eval,
         }
 
     # -- state -------------------------------------------------------------------------------
@@ -168,7 +188,24 @@ class Interpreter:
     def step(self) -> None:
         self.steps += 1
         if self.steps > self.max_steps:
-            raise Budget(f"stopped after {self.max_steps} steps")
+            raise Budget(f"stopped after {self.max_steps:,} interpreted steps{self.where()}")
+        if self.steps % _CLOCK_EVERY == 0 and time.perf_counter() > self.deadline:
+            raise Budget(f"stopped after {self.max_seconds:g} s{self.where()}")
+
+    def where(self, node: Optional[ast.AST] = None) -> str:
+        """`` at file:line in function`` of ``node`` (else of the current call) in the innermost
+        interpreted frame, for reasons and notes."""
+        for entry in reversed(self.stack):
+            if isinstance(entry, Frame):
+                line = getattr(node, "lineno", None) or (entry.at.line if entry.at is not None else None)
+                name = getattr(entry.code, "co_qualname", entry.code.co_name)
+                return f" at {_short(entry.code.co_filename)}:{line or entry.code.co_firstlineno} in {name}"
+        return ""
+
+    def note(self, text: str) -> None:
+        """Record that the prediction is not exact here (once per text)."""
+        if self.recording and text not in self.notes:
+            self.notes.append(text)
 
     @contextmanager
     def scaled(self, count: Count) -> Iterator[None]:
@@ -255,9 +292,12 @@ class Interpreter:
                 return join([self.call(v, args, kwargs) for v in options])
         if isinstance(fn, Tensor):
             return self.opaque_call(fn, args, kwargs, "calling a tensor")
-        return self.opaque_call(fn, args, kwargs, getattr(fn, "why", "") or "call to an unknown value")
+        why = getattr(fn, "why", "") or "call to an unknown value"
+        if isinstance(fn, Opaque) and fn.kind is Nature.ANY:  # may be a tensor method: ops unplaced
+            self.gap(f"call of a value the prediction lost track of ({why}){self.where()}")
+        return self.opaque_call(fn, args, kwargs, why)
 
-    def opaque_call(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value], why: str) -> Value:
+    def opaque_call(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value], why: str) -> Opaque:
         """A call the run cannot follow: a gap if tensors go in."""
         if any(may_hold_tensor(v) for v in (*args, *kwargs.values())):
             self.gap(why)
@@ -350,15 +390,28 @@ class Interpreter:
                 self.bypass_check = False
         if kind is Intrinsic.IDENTITY:
             return args[0] if args else NONE
+        if kind is Intrinsic.MODULE_CALL and args:  # Module.__call__(m, ...) from a __call__ override
+            module, rest = args[0], args[1:]
+            if isinstance(module, Known):
+                return self.module_call(module.obj, rest, kwargs, override=False)
+            if isinstance(module, Instance) and module.address is not None:
+                return self.module_call_instance(module, rest, kwargs)
+        if kind is Intrinsic.APPLY and args and isinstance(args[0], Known):  # Function.apply: forward from C
+            forward = getattr(args[0].obj, "forward", None)
+            return self.call(self.wrap(forward), [Known(self.host.function_context()), *args[1:]], kwargs)
         if kind is Intrinsic.TRANSFORM:  # torch.func transform: one boundary op, nothing inside
             return self.call_op(self.host.op_name(fn) or str(getattr(fn, "__name__", "transform")), fn, args)
         return Opaque(f"intrinsic {kind}")
 
     # -- modules -----------------------------------------------------------------------------
 
-    def module_call(self, module: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        """A call of a live module: pre-hooks, forward in the module's scope, forward hooks."""
+    def module_call(self, module: Any, args: list[Value], kwargs: dict[str, Value], override: bool = True) -> Value:
+        """A call of a live module: pre-hooks, forward in the module's scope, forward hooks
+        (through the class's own ``__call__`` first, when it overrides the library's)."""
         host = self.host
+        call = host.call_override(module) if override else None
+        if call is not None:
+            return self.call(self.wrap(call), [Known(module), *args], kwargs)
         boundary = host.boundary_op(module)
         if boundary is not None:
             return self.call_op(boundary, module, args)
@@ -408,7 +461,11 @@ class Interpreter:
                 instance = Instance(cls)
                 self.run_live_function(init, [instance, *args], kwargs)
                 return instance
-            return self.opaque_call(cls, args, kwargs, f"constructing {cls.__qualname__}")
+            made = self.opaque_call(cls, args, kwargs, f"constructing {cls.__qualname__}")
+            if not issubclass(cls, self.host.tensor_type) and not any(
+                    may_hold_tensor(v) for v in (*args, *kwargs.values())):
+                return Opaque(made.why, Nature.NUMBER)  # an object that neither is nor holds a tensor
+            return made
         instance = Instance(cls)
         items = self.host.container_items(cls, args)
         if items is not None:
@@ -429,16 +486,29 @@ class Interpreter:
         """Interpret a live Python function from its source (opaque if there is none)."""
         if self.host.skip_function(fn):
             return NONE
+        unfollowed = self.host.unfollowed(fn)
+        if unfollowed is not None:
+            return self.opaque_call(fn, args, kwargs, unfollowed)
         emulated = self.host.emulate(fn, args, kwargs)
         if emulated is not None:
             return emulated
         if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
-            return Opaque(f"{fn.__qualname__} makes a generator")  # its body runs when consumed
+            why = f"{fn.__qualname__} is a generator function: the ops of its body are not followed"
+            return self.opaque_call(fn, args, kwargs, why)  # its body runs when consumed
+        started = time.perf_counter()
         try:
             src, node = source_of_code(fn.__code__)
         except SourceUnavailableError as error:
             self.gap(f"{fn.__qualname__}: {error}")  # Python that may run ops, whatever its arguments
             return Opaque(f"{fn.__qualname__}: {error}")
+        finally:  # reading a file is bounded work: the budget counts interpretation only
+            self.deadline += time.perf_counter() - started
+        fresh = src.codes.get(id(node))
+        if fresh is not None and fresh.co_linetable != fn.__code__.co_linetable:
+            why = (f"the source of {fn.__qualname__} ({_short(fn.__code__.co_filename)}:{fn.__code__.co_firstlineno}) "
+                   "changed after it was imported (same bytecode, other positions); reload the module")
+            self.gap(why)
+            return Opaque(why)
         if isinstance(node, ast.Module):
             return self.opaque_call(fn, args, kwargs, f"{fn.__qualname__}: module code")
         closure: dict[str, Value] = {}
@@ -467,9 +537,14 @@ class Interpreter:
                  kwargs: dict[str, Value]) -> Value:
         """Bind arguments and run a function body in a new frame."""
         depth = sum(isinstance(e, Frame) for e in self.stack)
-        repeats = sum(isinstance(e, Frame) and e.code is code for e in self.stack)
-        if depth > MAX_DEPTH or repeats > MAX_RECURSION:
-            return self.opaque_call(code, args, kwargs, f"{code.co_name}: calls nested too deep to follow")
+        same = [e for e in self.stack if isinstance(e, Frame) and e.code is code]
+        if len(same) > MAX_RECURSION:
+            self.cut.update(e.at.code for e in same if e.at is not None)
+            return self.opaque_call(code, args, kwargs, f"{code.co_name}: recursion deeper than {MAX_RECURSION} "
+                                                        "calls is not followed (passes below are lower bounds)")
+        if depth > MAX_DEPTH:
+            return self.opaque_call(code, args, kwargs, f"{code.co_name}: calls nested deeper than {MAX_DEPTH} "
+                                                        "are not followed")
         if id(src.codes.get(id(node))) in src.unaligned:
             return self.opaque_call(code, args, kwargs, f"{code.co_name}: bytecode and source do not align")
         local = self.bind(node.args, defaults, kw_defaults, args, kwargs)  # type: ignore[attr-defined]
@@ -683,13 +758,17 @@ class Interpreter:
         try:
             return self.wrap(getattr(obj, name))
         except Exception:  # noqa: BLE001 - any failing getattr is "no such attribute" here
-            return Opaque(f"{type(obj).__name__} has no attribute {name}")
+            return Opaque(f"{type(obj).__name__} has no attribute {name} (reading it raises)", Nature.NUMBER)
 
     def super_attribute(self, ref: SuperRef, name: str) -> Value:
         """``super().name``: looked up after ``ref.owner`` in the receiver's MRO."""
         receiver = ref.receiver
-        cls = receiver.cls if isinstance(receiver, Instance) else (
-            type(receiver.obj) if isinstance(receiver, Known) else ref.owner)
+        cls: Any = ref.owner
+        if isinstance(receiver, Instance):
+            cls = receiver.cls
+        elif isinstance(receiver, Known):  # a class in a classmethod, else an instance
+            is_class = isinstance(receiver.obj, type) and issubclass(receiver.obj, ref.owner)
+            cls = receiver.obj if is_class else type(receiver.obj)
         mro = list(getattr(cls, "__mro__", (ref.owner,)))
         start = mro.index(ref.owner) + 1 if ref.owner in mro else 0
         for klass in mro[start:]:
@@ -782,12 +861,18 @@ class Interpreter:
                 return Known(CONCRETE[op](left.obj, right.obj))
             except Exception:  # noqa: BLE001 - the program would raise here; we only predict
                 return Opaque(f"{op} failed", Nature.NUMBER)
+        if isinstance(left, Known) and isinstance(right, Known) and op in ("eq", "ne") \
+                and _by_identity(left.obj) and _by_identity(right.obj):
+            return Known((left.obj is right.obj) == (op == "eq"))
         if isinstance(left, Seq) and isinstance(right, Seq) and op == "add":
             return Seq(left.items + right.items, left.kind)
         if isinstance(left, Seq) and isinstance(right, Known) and op == "mul" and isinstance(right.obj, int):
             return Seq(left.items * right.obj, left.kind)
         numberish = all(isinstance(v, Known) or (isinstance(v, Opaque) and v.kind is Nature.NUMBER)
                         for v in (left, right))
+        lost = next((v for v in (left, right) if isinstance(v, Opaque) and v.kind is Nature.ANY), None)
+        if lost is not None:  # may be a tensor: an op the prediction cannot place
+            self.gap(f"{op} of a value the prediction lost track of ({lost.why}){self.where(node)}")
         return Opaque(f"{op} of unknown values", Nature.NUMBER if numberish else Nature.ANY)
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
@@ -1011,16 +1096,22 @@ class Interpreter:
         if frame is not None and node is not None:
             frame.at = frame.source.place(node, opnames)
 
-    """Mixin of :class:`analysis.interpreter.Interpreter`: executes statement nodes."""
-
     def exec_block(self, body: list[ast.stmt]) -> Optional[Signal]:
         for stmt in body:
             self.step()
             method = getattr(self, "exec_" + type(stmt).__name__, None)
-            signal = method(stmt) if method is not None else None
+            if method is None:
+                self.gap(f"{type(stmt).__name__} statement{self.where(stmt)} is not followed")
+                continue
+            signal = method(stmt)
             if signal is not None:
                 return signal
         return None
+
+    def exec_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    exec_Global = exec_Nonlocal = exec_Pass
 
     # -- simple statements -------------------------------------------------------------------
 
@@ -1045,6 +1136,10 @@ class Interpreter:
         return Signal(Exit.RETURN, self.eval(node.value) if node.value is not None else NONE)
 
     def exec_Raise(self, node: ast.Raise) -> Signal:
+        if self.catching == 0 and self.mult.lo > 0 and node.exc is not None:
+            self.gap(f"{_raised(node.exc)} raised{self.where(node)} on the path the prediction "
+                     "took: nothing after it is predicted; if the model does not raise there, pass example "
+                     "inputs (tl.predict(model, *inputs))")
         return Signal(Exit.RAISE)
 
     def exec_Break(self, node: ast.Break) -> Signal:
@@ -1200,7 +1295,9 @@ class Interpreter:
             if signal is not None and signal.kind is Exit.RETURN:
                 frame.maybe_returns.append(signal.value)
         if len(through) < len(outcomes):
-            self.mult = self.mult * MAYBE  # what follows runs on some paths only
+            self.exits += 1
+            if self.mult.lo != 0 or self.mult.hi != 1:
+                self.mult = self.mult * MAYBE  # what follows runs on some paths only
         return None
 
     def merge(self, envs: list[dict], base: dict) -> dict:
@@ -1252,8 +1349,10 @@ class Interpreter:
 
     def exec_While(self, node: ast.While) -> Optional[Signal]:
         saved = self.mult
+        first = len(self.events)
         for _ in range(MAX_WHILE):
             start = len(self.events)
+            exits = self.exits
             known = truth(self.eval(node.test))
             if known is False:
                 return self.exec_block(node.orelse)
@@ -1271,18 +1370,74 @@ class Interpreter:
                 return None
             if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE):
                 return signal
+            if self.exits != exits:  # left by a break it cannot decide: N passes, not unrolled
+                del self.events[first:]
+                self.mult = saved
+                note = f"while at line {node.lineno}: it ends by a break the prediction cannot decide"
+                with self.scaled(Count(1, None, "N", note)):
+                    self.eval(node.test)
+                    self.exec_block(node.body)
+                return None
+        self.note(f"while{self.where(node)} ran past {MAX_WHILE:,} passes: the prediction "
+                  "stopped unrolling it there, so the passes after are not predicted")
         return None
 
     # -- try, with ---------------------------------------------------------------------------
 
     def exec_Try(self, node: Any) -> Optional[Signal]:
-        signal = self.exec_block(node.body)
+        start = len(self.events)
+        self.catching += bool(node.handlers)
+        try:
+            signal = self.exec_block(node.body)
+        finally:
+            self.catching -= bool(node.handlers)
         if signal is not None and signal.kind is Exit.RAISE and node.handlers:
             signal = self.exec_block(node.handlers[0].body)
-        elif signal is None:
-            signal = self.exec_block(node.orelse)
+        else:
+            if node.handlers and len(self.events) > start:
+                self.note(f"try{self.where(node)}: predicted as not raising; if an op in it "
+                          "raises, the ops after it do not run and its except arm runs (predicted as optional)")
+            for handler in node.handlers:  # an op may raise where the prediction cannot tell
+                self.fork([[], handler.body])
+            if signal is None:
+                signal = self.exec_block(node.orelse)
         final = self.exec_block(node.finalbody)
         return final if final is not None else signal
+
+    def exec_Match(self, node: Any) -> Optional[Signal]:
+        subject = self.eval(node.subject)
+        for case in node.cases:
+            matched = self.match(case.pattern, subject)
+            if matched and case.guard is not None:
+                matched = truth(self.eval(case.guard))
+            if matched is None:
+                self.gap(f"match{self.where(node)}: case at line {case.pattern.lineno} cannot "
+                         "be decided; the arms from there on are not followed")
+                return None
+            if matched:
+                return self.exec_block(case.body)
+        return None
+
+    def match(self, pattern: Any, subject: Value) -> Optional[bool]:
+        """Whether ``subject`` matches a ``case`` pattern (binding its names), when decidable."""
+        if isinstance(pattern, ast.MatchAs):
+            matched = True if pattern.pattern is None else self.match(pattern.pattern, subject)
+            if matched and pattern.name is not None:
+                self.bind_name(pattern.name, subject)
+            return matched
+        if isinstance(pattern, ast.MatchOr):
+            answers = [self.match(p, subject) for p in pattern.patterns]
+            return True if True in answers else None if None in answers else False
+        if isinstance(pattern, (ast.MatchValue, ast.MatchSingleton)) and isinstance(subject, Known):
+            if isinstance(pattern, ast.MatchSingleton):
+                return subject.obj is pattern.value
+            value = self.eval(pattern.value)
+            if isinstance(value, Known):
+                try:
+                    return bool(subject.obj == value.obj)
+                except Exception:  # noqa: BLE001
+                    return None
+        return None
 
     exec_TryStar = exec_Try
 
@@ -1615,6 +1770,11 @@ class Interpreter:
         kind, member = self.host.tensor_attribute("__abs__")
         return self.call(self.wrap(member), [args[0]], {}) if kind is Member.METHOD else None
 
+    def b_eval(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``eval``/``exec`` of a string: code made at run time, which the prediction does not read."""
+        self.gap(f"eval/exec of a string{self.where()}: code built at run time is not read")
+        return Opaque("the result of eval/exec")
+
     def b_keep(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         return args[0] if args else NONE
 
@@ -1637,6 +1797,25 @@ def _lookup(scopes: list[dict[str, Value]], name: str) -> Optional[Value]:
 
 def _name(obj: Any) -> str:
     return str(getattr(obj, "__qualname__", None) or getattr(type(obj), "__qualname__", type(obj).__name__))
+
+
+def _raised(exc: ast.expr) -> str:
+    """``ValueError('You must specify input_ids')`` from a ``raise`` statement's expression."""
+    if isinstance(exc, ast.Call) and exc.args and isinstance(exc.args[0], ast.Constant) \
+            and isinstance(exc.args[0].value, str):
+        message = exc.args[0].value if len(exc.args[0].value) <= 120 else exc.args[0].value[:117] + "..."
+        return f"{source_text(exc.func)}({message!r})"
+    return source_text(exc)
+
+
+def _by_identity(obj: Any) -> bool:
+    """Whether ``==`` on ``obj`` is identity (functions, classes, modules, plain objects)."""
+    return isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)) or \
+        type(obj).__eq__ is object.__eq__
+
+
+def _short(filename: str) -> str:
+    return os.path.basename(filename)
 
 
 def _always_raises(block: list[ast.stmt]) -> bool:

@@ -17,12 +17,15 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .errors import PredictionError, SourceUnavailableError
 from .host import Host
-from .interpreter import Boundary, Budget, Interpreter
+from .events import Gap
+from .interpreter import MAX_SECONDS, Boundary, Budget, Interpreter
+from .passes import Count
 from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
 from .values import Instance, Tensor, Value
@@ -31,27 +34,33 @@ __all__ = ["predict_function", "predict_module", "predict_class", "predict_sourc
            "abstract_inputs"]
 
 
-def predict_function(fn: Callable, *args: Any, host: Host, **kwargs: Any) -> Prediction:
-    """Predict the ops ``fn(*args, **kwargs)`` records, its frame being the chain's start."""
-    run = Interpreter(host)
+def predict_function(fn: Callable, *args: Any, host: Host, max_seconds: float = MAX_SECONDS,
+                     **kwargs: Any) -> Prediction:
+    """Predict the ops ``fn(*args, **kwargs)`` records, its frame being the chain's start.
+
+    ``max_seconds`` bounds the run (as in every ``predict_*``): past it, the places not yet
+    read become a gap saying where the prediction stopped."""
+    run = Interpreter(host, max_seconds=max_seconds)
     values = [run.wrap(a) for a in args]
     return _run(run, getattr(fn, "__qualname__", repr(fn)),
                 lambda: run.call(run.wrap(fn), values, {k: run.wrap(v) for k, v in kwargs.items()}))
 
 
-def predict_module(module: Any, *args: Any, host: Host, **kwargs: Any) -> Prediction:
+def predict_module(module: Any, *args: Any, host: Host, max_seconds: float = MAX_SECONDS,
+                   **kwargs: Any) -> Prediction:
     """Predict a live module's forward pass (``module(*args, **kwargs)``)."""
-    run = Interpreter(host)
+    run = Interpreter(host, max_seconds=max_seconds)
     forward = host.module_forward(module)
     values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=False)
     return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False)
 
 
-def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), **kwargs: Any) -> Prediction:
+def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_seconds: float = MAX_SECONDS,
+                  **kwargs: Any) -> Prediction:
     """Predict a module class's forward pass from its source alone (``__init__`` builds it)."""
     if not isinstance(cls, type) or not host.is_module_class(cls):
         raise PredictionError(f"predict_class needs a module class, got {cls!r}")
-    run = Interpreter(host)
+    run = Interpreter(host, max_seconds=max_seconds)
     instance = run.construct(cls, [run.wrap(a) for a in init_args], {})
     if not isinstance(instance, Instance):
         raise PredictionError(f"could not read how {cls.__qualname__} is built")
@@ -128,16 +137,30 @@ def abstract_inputs(run: Interpreter, forward: Any, args: tuple, kwargs: dict,
 
 
 def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True) -> Prediction:
-    notes: list[str] = []
     if boundary:
         run.stack.append(Boundary("self"))
+    stopped = ""
     try:
         start()
     except Budget as stop:
-        notes.append(f"prediction incomplete: {stop}")
+        stopped = f"prediction incomplete: {stop}; what runs after that point is not predicted " \
+                  "(pass max_seconds= to allow more)"
     except RecursionError:
-        notes.append("prediction incomplete: the program nests deeper than Python's recursion limit")
+        stopped = "prediction incomplete: the program nests deeper than Python's recursion limit"
     finally:
         run.stack.clear()
-    return build_prediction(target, run.events, run.gaps, notes)
+    gaps = list(run.gaps)
+    if stopped:
+        gaps.append(Gap("self", (), stopped))
+    pred = build_prediction(target, run.events, gaps, [*run.notes, *([stopped] if stopped else [])])
+    return _open_cut_counts(pred, run.cut) if run.cut else pred
 
+
+def _open_cut_counts(pred: Prediction, cut: set) -> Prediction:
+    """Layers below a recursion the run cut off ran at least as counted, maybe more."""
+    note = "recursion cut off: at least this many passes"
+    layers = tuple(
+        replace(layer, count=Count(layer.count.lo, None, f"{layer.count.lo}+", note))
+        if any(getattr(link, "code", None) in cut for link in layer.call_site or ()) else layer
+        for layer in pred.layers)
+    return Prediction(pred.target, layers, pred.gaps, pred.notes)

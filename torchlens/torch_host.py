@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import types
 from typing import Any, Callable, Optional, Sequence
 
@@ -169,13 +170,19 @@ class TorchHost(Host):
             return Intrinsic.DISPATCH
         if fn in self._transforms:
             return Intrinsic.TRANSFORM
-        if getattr(fn, "__module__", None) == "torch._dynamo.decorators" and getattr(fn, "__name__", "") == "disable":
+        if getattr(fn, "__module__", None) == "torch._dynamo.decorators" and getattr(fn, "__name__", "") == "disable" \
+                or fn is _UNWRAP_IF_DEAD:
             return Intrinsic.IDENTITY
+        if fn is _MODULE_CALL or fn is nn.Module._call_impl:
+            return Intrinsic.MODULE_CALL
+        if fn is _APPLY:
+            return Intrinsic.APPLY
         return None
 
     def constant_call(self, fn: Any) -> bool:
         """torch's pure queries (``is_grad_enabled``, ``_get_tracing_state``, ``finfo``) run for real."""
-        if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state):
+        if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state,
+                  torch._C._are_functorch_transforms_active):
             return True
         name = getattr(fn, "__name__", "")
         return isinstance(fn, _C_TYPES) and (getattr(fn, "__module__", "") or "").startswith("torch") and (
@@ -229,6 +236,8 @@ class TorchHost(Host):
     def emulate(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Optional[Value]:
         """Buffers and parameters registered in ``__init__`` (prediction from a class);
         TorchScript compilation, whose result is opaque (its module is one boundary op)."""
+        if fn in _NOT_TRACING:  # the capture runs the model eagerly: not scripted, not traced
+            return Known(False)
         if (fn.__module__ or "").startswith("torch.jit"):
             return Opaque(f"{fn.__qualname__}: TorchScript is not read")
         if fn.__name__ in ("register_buffer", "register_parameter") and len(args) >= 2 \
@@ -237,10 +246,57 @@ class TorchHost(Host):
             return Known(None)
         return None
 
+    def call_override(self, obj: Any) -> Any:
+        call = type(obj).__call__
+        return call if isinstance(call, types.FunctionType) and call is not _MODULE_CALL else None
+
+    def function_context(self) -> Any:
+        return _FunctionContext()
+
+    def unfollowed(self, fn: Any) -> Optional[str]:
+        """torch's higher-order ops and compilers run the model's functions under their own tracing."""
+        code = getattr(fn, "__code__", None)
+        if fn is torch.compile or code is not None and any(part in code.co_filename for part in _UNFOLLOWED):
+            name = getattr(fn, "__qualname__", repr(fn))
+            return f"torch's {name} (a higher-order op or compiler: it traces what it is given) is not followed"
+        return None
+
     def skip_function(self, fn: Any) -> bool:
         """Construction-time plumbing not worth reading (``Module.__init__``, initialisers)."""
         return fn is nn.Module.__init__ or fn.__module__ == "torch.nn.init" or fn.__name__ in (
             "reset_parameters", "_reset_parameters")
+
+
+#: ``nn.Module.__call__`` as torch defines it, and the C ``apply`` of custom autograd functions.
+_MODULE_CALL = nn.Module.__call__
+_APPLY = vars(torch._C._FunctionBase)["apply"]
+#: functorch's unwrapping of dead wrappers: returns a live tensor as it is.
+_UNWRAP_IF_DEAD = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
+#: torch.jit's questions whose answer is ``False`` in an eager run.
+_NOT_TRACING = (torch.jit.is_tracing, torch.jit.is_scripting)
+#: torch packages whose functions trace or compile what they are given.
+_UNFOLLOWED = tuple(f"{os.sep}torch{os.sep}{part}{os.sep}" for part in ("_higher_order_ops", "export"))
+
+
+class _FunctionContext:
+    """The ``ctx`` a custom autograd function's ``forward`` receives: records nothing."""
+
+    needs_input_grad = (True,) * 16
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        return None
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        return None
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        return None
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        return None
+
+    def set_materialize_grads(self, value: bool) -> None:
+        return None
 
 
 def _is_tensor_value(value: Value) -> bool:

@@ -1,0 +1,191 @@
+"""Models written to trip the static prediction (issue 12): each uses a construct the
+prediction cannot follow exactly, or could once get silently wrong. The test over them
+(``tests/test_predict_hostile.py``) asserts that a prediction with no gap and no note is right.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils.checkpoint
+from torch import nn
+
+
+class EvalString(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return eval("self.lin(x).relu()")
+
+
+class ExecString(nn.Module):
+    def forward(self, x):
+        ns = {"x": x, "torch": torch}
+        exec("y = torch.tanh(x)", ns)
+        return ns["y"]
+
+
+class GeneratorForward(nn.Module):
+    def gen(self, x):
+        for k in range(3):
+            yield x * k
+
+    def forward(self, x):
+        out = x
+        for y in self.gen(x):
+            out = out + y
+        return out
+
+
+class Match(nn.Module):
+    def forward(self, x, mode="b"):
+        match mode:
+            case "a":
+                return torch.tanh(x)
+            case "b" | "c" if x is not None:
+                return torch.sigmoid(x)
+            case _:
+                return torch.relu(x)
+
+
+class MatchOnTensor(nn.Module):
+    def forward(self, x):
+        match x.sum() > 0:
+            case True:
+                return torch.tanh(x)
+            case _:
+                return torch.relu(x)
+
+
+class TryExcept(nn.Module):
+    def forward(self, x):
+        try:
+            y = x.view(-1, 7)
+        except RuntimeError:
+            y = torch.relu(x)
+        return y
+
+
+class BigWhile(nn.Module):
+    def forward(self, x):
+        i = 0
+        while i < 10_050:
+            i += 1
+        return torch.tanh(x) * i
+
+
+class Recurse(nn.Module):
+    def step(self, x, n):
+        if n == 0:
+            return x
+        return self.step(torch.tanh(x), n - 1)
+
+    def forward(self, x):
+        return self.step(x, 30)
+
+
+class Checkpoint(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.lin, x, use_reentrant=False)
+
+
+class SortedItems(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scales = {"b": 2.0, "a": 1.0}
+
+    def forward(self, x):
+        for _, scale in sorted(self.scales.items()):
+            x = x * scale
+        return x
+
+
+class CallOverride(nn.Module):
+    def __call__(self, x):
+        return torch.relu(super().__call__(x))
+
+    def forward(self, x):
+        return torch.tanh(x)
+
+
+class CallOverrideParent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.child = CallOverride()
+
+    def forward(self, x):
+        return self.child(x) + 1
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class CustomFunction(nn.Module):
+    def forward(self, x):
+        return Square.apply(x) + 1
+
+
+class Cond(nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
+
+
+class WhileTrue(nn.Module):
+    def forward(self, x):
+        while True:
+            x = x * 2
+            if x.abs().max() > 100:
+                break
+        return x
+
+
+class Lost(nn.Module):
+    """A value the prediction cannot know (a C extension's result) used as a tensor."""
+
+    def forward(self, x):
+        y = _opaque(x)
+        return y.relu() + y * 2
+
+
+#: A callable object whose ``__call__`` is C code: no source to read.
+_opaque = type("Opaque", (), {"__call__": staticmethod(torch.Tensor.clone)})()
+
+
+class RaisesWithoutInputs(nn.Module):
+    """``forward(input_ids=None)`` as Hugging Face models have it: the defaults lead to a raise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, input_ids=None, inputs_embeds=None):
+        if (input_ids is None) ^ (inputs_embeds is not None):
+            raise ValueError("You must specify exactly one of input_ids or inputs_embeds")
+        if inputs_embeds is None:
+            inputs_embeds = self.emb(input_ids)
+        return torch.tanh(inputs_embeds)
+
+
+#: Every hostile model with the example inputs it runs on.
+def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    plain = [EvalString, ExecString, GeneratorForward, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
+             Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost]
+    out = {cls.__name__: (cls(), (x,)) for cls in plain}
+    out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
+    return out

@@ -1,0 +1,123 @@
+"""No gap means right (issue 12): over models written to trip the prediction, a prediction
+with no gap and no note agrees with the capture; every construct it cannot follow exactly
+says so, with the line it stopped at; and every prediction terminates within its budget.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import time
+
+import pytest
+import torch
+from torch import nn
+
+import torchlens as tl
+from models import hostile as H
+
+MODELS = H.hostile_models()
+
+def line_of(cls: type, text: str) -> str:
+    """``hostile.py:N`` of the first line of ``cls``'s source that holds ``text``."""
+    lines, first = inspect.getsourcelines(cls)
+    return f"hostile.py:{first + next(k for k, line in enumerate(lines) if text in line)}"
+
+
+#: Constructs the prediction reports instead of following: model -> text its gap or note gives.
+REPORTED = {
+    "EvalString": f"eval/exec of a string at {line_of(H.EvalString, 'eval(')}",
+    "ExecString": f"eval/exec of a string at {line_of(H.ExecString, 'exec(')}",
+    "GeneratorForward": "GeneratorForward.gen is a generator function",
+    "MatchOnTensor": f"match at {line_of(H.MatchOnTensor, 'match ')}",
+    "TryExcept": f"try at {line_of(H.TryExcept, 'try:')}",
+    "BigWhile": f"while at {line_of(H.BigWhile, 'while ')} in BigWhile.forward ran past 10,000 passes",
+    "Recurse": "recursion deeper than 24 calls",
+    "Lost": "cannot be read (no Python source)",
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_no_gap_and_no_note_means_the_capture_agrees(name: str):
+    model, inputs = MODELS[name]
+    pred = tl.predict(model, *inputs)
+    report = tl.trace(model, *inputs).check_prediction(pred)
+    said = [g.why for g in pred.gaps] + list(pred.notes)
+    if not said:
+        assert report.ok, str(report)
+    if name in REPORTED:
+        assert any(REPORTED[name] in why for why in said), said
+    if not report.ok:
+        assert said, f"{name}: wrong with no gap and no note\n{report}"
+
+
+def test_exact_where_it_says_nothing():
+    """The constructs the prediction now follows: match on constants, sorted items, __call__
+    overrides, custom autograd functions, a data-dependent while True."""
+    for name in ("Match", "SortedItems", "CallOverrideParent", "CustomFunction", "WhileTrue"):
+        model, inputs = MODELS[name]
+        pred = tl.predict(model, *inputs)
+        report = tl.trace(model, *inputs).check_prediction(pred)
+        assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, (name, str(report))
+
+
+def test_while_true_with_a_data_dependent_break_predicts_n_passes():
+    model, inputs = MODELS["WhileTrue"]
+    pred = tl.predict(model, *inputs)
+    assert str(pred["mul_1"].count) == "N" and pred["mul_1"].num_passes is None
+    assert "break the prediction cannot decide" in pred["mul_1"].passes_note
+
+
+def test_recursion_cut_off_is_a_lower_bound_not_an_exact_count():
+    model, inputs = MODELS["Recurse"]
+    pred = tl.predict(model, *inputs)
+    assert pred["tanh_1"].num_passes is None and str(pred["tanh_1"].count) == "25+"
+
+
+def test_higher_order_ops_are_a_gap_and_quick():
+    start = time.perf_counter()
+    pred = tl.predict(H.Cond(), torch.randn(3))
+    assert any("torch's cond" in gap.why for gap in pred.gaps)
+    assert time.perf_counter() - start < 60  # once 40-50 s; the budget bounds it in any case
+
+
+def test_defaults_that_raise_say_so_and_ask_for_inputs():
+    pred = tl.predict(H.RaisesWithoutInputs())
+    assert len(pred) == 0
+    why = " ".join(g.why for g in pred.gaps)
+    assert "ValueError('You must specify exactly one of input_ids or inputs_embeds') raised at hostile.py:" in why
+    assert "pass example inputs" in why
+
+
+class Endless(nn.Module):
+    def forward(self, x):
+        for _ in range(4000):
+            for _ in range(4000):
+                x = x + 1
+        return x
+
+
+def test_a_time_budget_ends_every_prediction_with_a_gap():
+    start = time.perf_counter()
+    pred = tl.predict(Endless(), torch.randn(2), max_seconds=0.2)
+    assert time.perf_counter() - start < 30
+    stopped = [g for g in pred.gaps if "stopped after 0.2 s" in g.why]
+    assert stopped and "test_predict_hostile.py:" in stopped[0].why
+    assert any("prediction incomplete" in n for n in pred.notes)
+
+
+def test_source_edited_after_import_is_a_gap(tmp_path, monkeypatch):
+    """Same bytecode, other columns: the places would be stale, so the prediction says so."""
+    path = tmp_path / "edited_model.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+                    "    def forward(self, x):\n        return torch.tanh(x)\n")
+    spec = importlib.util.spec_from_file_location("edited_model", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "edited_model", module)
+    spec.loader.exec_module(module)
+    path.write_text(path.read_text().replace("return torch.tanh(x)", "return   torch.tanh(x)"))
+    import linecache
+    linecache.checkcache(str(path))
+    pred = tl.predict(module.Net(), torch.randn(2))
+    assert len(pred) == 0 and any("changed after it was imported" in g.why for g in pred.gaps)
