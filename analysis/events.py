@@ -10,27 +10,12 @@ source, an unknown callee receiving tensors): runtime ops below it are explained
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 from .passes import Count
-from .sites import Place
+from .sites import HookMark, Link
 
 __all__ = ["HookMark", "Event", "Gap", "Link"]
-
-
-@dataclass(frozen=True, slots=True)
-class HookMark:
-    """In a chain: the module whose forward hook (or pre-hook) ran the frames after it."""
-
-    #: Address of the hooked module.
-    module: str
-
-    def __str__(self) -> str:
-        return f"[hook of {self.module}]"
-
-
-#: One element of a chain.
-Link = Union[Place, HookMark]
 
 
 @dataclass(eq=False, slots=True)

@@ -1,8 +1,9 @@
 """The :class:`Prediction`: predicted layers, labels and passes, grouped as the capture groups.
 
 Events from the abstract run are grouped by the spec's key (scope, call site, operation,
-output slot), exactly as :mod:`torchlens.grouping` groups recorded ops; labels come from
-the same rule (``{func}_{n}``, n-th layer of that name in order of first execution).
+output slot) with the key core :mod:`torchlens.analysis.keys`, the same functions that
+group recorded ops and label them (``{func}_{n}``, n-th layer of that name in order of
+first execution).
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from .errors import TorchLensValueError
-from .events import Event, Gap, Link
+from .events import Event, Gap
+from .keys import LayerKey, group_keys, layer_labels
 from .passes import Count
+from .sites import Link, Place
 from .table import format_table
 
 __all__ = ["PredictedLayer", "Prediction", "build_prediction", "LayerKey"]
 
-#: ``(scope, chain, op name, output slot)``: the grouping key; ``chain`` ``None`` = unknown.
-LayerKey = tuple
 
-
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class PredictedLayer:
     """One predicted layer: an op written at one place, with its predicted passes."""
 
@@ -58,16 +58,17 @@ class PredictedLayer:
 
     @property
     def key(self) -> LayerKey:
-        return (self.module, self.call_site, self.func_name, self.slot)
+        """The grouping key a runtime layer at the same place has."""
+        return LayerKey(self.module, self.call_site, self.func_name, self.slot)
 
     def place(self) -> str:
         """The innermost place as ``path:line:col`` (``?`` when unknown, empty for no frame)."""
-        places = [p for p in self.call_site or () if hasattr(p, "code")]
+        places = [p for p in self.call_site or () if isinstance(p, Place)]
         if not places:
             return "?" if self.call_site is None else ""
         place = places[-1]
-        col = f":{place.col + 1}" if place.col is not None else ""  # type: ignore[union-attr]
-        return f"{place.code.filename}:{place.line}{col}"  # type: ignore[union-attr]
+        col = f":{place.col + 1}" if place.col is not None else ""
+        return f"{place.code.filename}:{place.line}{col}"
 
     def to_json(self) -> dict:
         """A JSON-ready dict with stable field names."""
@@ -80,7 +81,7 @@ class PredictedLayer:
         return os.path.basename(self.place())
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Prediction:
     """What a model will record, predicted from its source and bytecode before it runs.
 
@@ -148,19 +149,21 @@ class Prediction:
 
 
 def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: list[str]) -> Prediction:
-    """Group events into layers by key; label them in order of first execution."""
-    layers: dict[tuple, PredictedLayer] = {}
-    per_name: dict[str, int] = {}
-    for event in events:
+    """Group events (one per output slot) into layers by key; label them in order of first execution.
+
+    A layer's count is the sum of its events' counts; an unknown chain groups with the events
+    whose chain is unknown for the same reason.
+    """
+    slots = [(event, slot) for event in events for slot in range(event.slots or 1)]
+    grouping = group_keys(
+        (e.scope, e.chain if e.chain is not None else ("?", e.why), e.name, slot) for e, slot in slots)
+    labels = layer_labels(slots[i][0].name for i in grouping.first)
+    layers = []
+    for label, members in zip(labels, grouping.members()):
+        event, slot = slots[members[0]]
+        count = event.count
+        for i in members[1:]:
+            count = count + slots[i][0].count
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        for slot in range(event.slots or 1):
-            key = (event.scope, event.chain if event.chain is not None else ("?", event.why), event.name, slot)
-            layer = layers.get(key)
-            if layer is None:
-                per_name[event.name] = per_name.get(event.name, 0) + 1
-                layer = layers[key] = PredictedLayer(
-                    f"{event.name}_{per_name[event.name]}", event.name, event.scope, event.chain, slot,
-                    event.count, event.why or note)
-            else:
-                layer.count = layer.count + event.count
-    return Prediction(target, tuple(layers.values()), tuple(dict.fromkeys(gaps)), tuple(notes))
+        layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note))
+    return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)), tuple(notes))

@@ -29,11 +29,12 @@ import sys
 import weakref
 from dataclasses import dataclass
 from types import CodeType
-from typing import Callable, Generic, Optional, Sequence, TypeVar
+from typing import Callable, Generic, Optional, Sequence, TypeVar, Union
 
 PY311 = sys.version_info >= (3, 11)
 
-__all__ = ["CodeId", "Place", "code_id", "instruction_place", "collapse", "PerCode", "remember", "PY311"]
+__all__ = ["CodeId", "Place", "HookMark", "Link", "code_id", "instruction_place", "collapse", "PerCode", "remember",
+           "PY311"]
 
 #: How many source files the per-file caches (3.10 folds, prediction) keep, newest first.
 FILES_KEPT = 256
@@ -105,6 +106,21 @@ class Place:
         elif self.offset is not None:
             where += f"@{self.offset}"
         return f"{where} in {self.code.qualname}"
+
+
+@dataclass(frozen=True, slots=True)
+class HookMark:
+    """In a call site: the hooked module whose forward hook (or pre-hook) ran the places after it."""
+
+    #: Address of the hooked module.
+    module: str
+
+    def __str__(self) -> str:
+        return f"[hook of {self.module}]"
+
+
+#: One element of a call-site chain: a place, or the mark of a module hook entered there.
+Link = Union[Place, HookMark]
 
 
 def remember(cache: dict, key: object, value: T) -> T:

@@ -17,7 +17,7 @@ A buffer read or write is not a compute op. Each observed buffer *version* becom
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
@@ -38,26 +38,30 @@ REASSIGN, INPLACE, FUSED = "reassign", "inplace", "fused"
 FUSED_MUTATORS = {"batch_norm": 5, "instance_norm": 5}
 
 
-@dataclass(slots=True)
-class BufferVersionInfo:
-    """What a buffer-version ``RawOp`` records beyond a plain op."""
+@dataclass(frozen=True, slots=True)
+class BufferVersion:
+    """What makes an op a buffer version: which buffer, which version, how it was written.
+
+    The capture records it on the buffer-version ``RawOp``; the trace's ``Op.buffer`` is the
+    same object.
+    """
 
     #: The buffer's address (``bn.running_mean``).
     address: str
-    #: 1-based observed version number of this buffer.
+    #: 1-based observed version (``trace["bn.running_mean:2"]`` is version 2).
     version: int
     #: ``None`` for the starting value, else :data:`REASSIGN`, :data:`INPLACE` or :data:`FUSED`.
     write_kind: Optional[str]
     #: Whether the write changed the value (``None`` for the starting value, and on the meta
     #: device, where there are no values to compare).
     value_changed: Optional[bool]
-    #: Index of the op that wrote it (in-place and fused writes), else -1.
-    writer: int = -1
-    #: For reassignment: ``(scope, site)`` of the assignment statement.
-    place: Any = None
-    #: Whether the writing op's output is only a slice of the buffer (replay cannot
-    #: compare it with the version, which holds the whole buffer).
+    #: The write was through a slice: the writing op's output is only part of the buffer, so
+    #: replay checks the state transition only.
     transition_only: bool = False
+    #: Index (in capture order) of the op that wrote it (in-place and fused writes), else -1.
+    writer: int = field(default=-1, repr=False)
+    #: For reassignment: ``(scope, site)`` of the assignment statement, which groups it.
+    place: Any = field(default=None, repr=False)
 
 
 class BufferJournal:
@@ -92,7 +96,7 @@ class BufferJournal:
         return versions[-1] if versions else self._starting_value(address)
 
     def _starting_value(self, address: str) -> int:
-        return self._add(address, BufferVersionInfo(address, 1, None, None), self.initial[address], [])
+        return self._add(address, BufferVersion(address, 1, None, None), self.initial[address], [])
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -148,10 +152,10 @@ class BufferJournal:
         if changed is None:
             old = self.capture.raw.ops[versions[-1]].out
             changed = True if old is None else _changed(old, value)
-        info = BufferVersionInfo(address, len(versions) + 1, kind, changed, writer, place, transition_only)
+        info = BufferVersion(address, len(versions) + 1, kind, changed, transition_only, writer, place)
         self._add(address, info, value, [writer] if parents is None else parents)
 
-    def _add(self, address: str, info: BufferVersionInfo, value: torch.Tensor, parents: list[int]) -> int:
+    def _add(self, address: str, info: BufferVersion, value: torch.Tensor, parents: list[int]) -> int:
         capture = self.capture
         scope = capture.module_index[id(self.owner[address][0])]
         index = capture.add_op(RawOp(BUFFER, BUFFER, scope, -1, 0, None, "", value, tuple(value.shape), value.dtype,

@@ -43,15 +43,10 @@ def predict_function() -> Optional[Callable[[Any], Any]]:
     return getattr(tl, "predict", None)
 
 
-def is_compute(layer: Any) -> bool:
-    """Every layer but inputs, outputs and buffer versions."""
-    return not (layer.is_input or layer.is_output or getattr(layer, "is_buffer", False))
-
-
 def layer_rows(trace: Any) -> list[tuple]:
     """``(label, func, passes, scope, params)`` of the trace's compute layers."""
     return [(l.layer_label, l.func_name, l.num_passes, l.module, tuple(l.params))
-            for l in trace.layers if is_compute(l)]
+            for l in trace.layers if l.is_compute]
 
 
 def expected_rows(expected: Expected) -> list[tuple]:
@@ -91,14 +86,14 @@ def _compare_capture(trace: Any, expected: Expected) -> list[Disagreement]:
         found.append(Disagreement("capture", "layers (label, func, passes, scope, params):\n"
                                   + _diff(wanted, actual, "oracle", "capture")))
     else:
-        ops = [op.label for op in trace.ops if is_compute(op.layer)]
+        ops = [op.label for op in trace.ops if op.layer.is_compute]
         if ops != list(expected.ops):
             found.append(Disagreement("capture", "ops in capture order:\n"
                                       + _diff(list(expected.ops), ops, "oracle", "capture")))
     calls = {address: module.num_calls for address, module in trace.modules.items()}
     if calls != expected.calls:
         found.append(Disagreement("capture", f"module calls: oracle {expected.calls}, capture {calls}"))
-    buffers = [layer.num_passes for layer in trace.layers if getattr(layer, "is_buffer", False)]
+    buffers = [layer.num_passes for layer in trace.layers if layer.is_buffer]
     if buffers and expected.buffers_predicted:
         wanted_buffers = sorted(passes for _, passes in expected.buffer_layers)
         if sorted(buffers) != wanted_buffers:

@@ -49,11 +49,7 @@ def build(case: Case) -> tuple[nn.Module, tuple]:
 
 def compute_layers(trace) -> list:
     """Every layer but inputs, outputs and buffer versions."""
-    return [
-        layer
-        for layer in trace.layers
-        if not (layer.is_input or layer.is_output or getattr(layer, "is_buffer", False))
-    ]
+    return [layer for layer in trace.layers if layer.is_compute]
 
 
 def summary(trace) -> Summary:

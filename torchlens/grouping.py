@@ -8,8 +8,9 @@ Inputs and outputs are always single-pass layers. A buffer's versions are groupe
 place that wrote them; its starting value joins the layer of the first write after it when
 that write's place repeats (loop-carried state), and is a layer of its own otherwise.
 
-Labels come from one allocator: ``{func}_{n}`` for the n-th layer of that name in order of
-first execution, ``{layer}:{k}`` for the k-th pass, ``{address}:{k}`` for a module call.
+Grouping and labels follow the key core (:mod:`torchlens.analysis.keys`), which the
+prediction uses too: ``{func}_{n}`` for the n-th layer of that name in order of first
+execution, ``{layer}:{k}`` for the k-th pass, ``{address}:{k}`` for a module call.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Hashable
 
+from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_label
+from torchlens.analysis.sites import HookMark, Link
 from torchlens.capture.buffers import BUFFER
 from torchlens.capture.record import RawCapture, RawOp, layer_key
 
 from .buffers import Buffer
-from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, ModuleCall, Op, OpGraph
+from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
 
 #: What ran: ``trace.options.grouping_policy``.
 GROUPING_POLICY = {
@@ -34,12 +37,13 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
     """Turn a raw capture into layers (first-execution order), ops (capture order), modules
     and buffers."""
     addresses = [m.address for m in raw.modules]
-    call_labels = [f"{addresses[m]}:{k}" for m, k in raw.calls]
+    call_labels = [call_label(addresses[m], k) for m, k in raw.calls]
     ordinals = _ordinals(raw)
-    layer_of, pass_of, first_ops = _assign(raw, ordinals)
-    labels = _layer_labels(raw, first_ops)
+    grouping = group_keys(_keys(raw, ordinals))
+    layer_of, pass_of, first_ops = grouping.layer_of, grouping.pass_of, grouping.first
+    labels = layer_labels(raw.ops[i].name for i in first_ops)
 
-    op_labels = [f"{labels[layer_of[i]]}:{pass_of[i]}" for i in range(len(raw.ops))]
+    op_labels = [pass_label(labels[layer_of[i]], pass_of[i]) for i in range(len(raw.ops))]
     children: list[list[str]] = [[] for _ in raw.ops]
     for i, op in enumerate(raw.ops):
         for parent in op.parents:
@@ -50,14 +54,12 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
         Op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
            tuple(dict.fromkeys(op_labels[p] for p in op.parents)), tuple(dict.fromkeys(children[i])),
            op.params, call_labels[op.call] if op.call >= 0 else None,
-           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, _buffer_version(op),
+           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
            op.replay, container_spec=op.container, _meta=op.meta,
            _grad=None if raw.gradients is None else (raw.gradients, i))
         for i, op in enumerate(raw.ops)
     ]
-    passes: list[list[Op]] = [[] for _ in first_ops]
-    for i, op in enumerate(ops):
-        passes[layer_of[i]].append(op)
+    passes = [[ops[i] for i in members] for members in grouping.members()]
     layers = []
     for n, first in enumerate(first_ops):
         head = raw.ops[first]
@@ -105,39 +107,11 @@ def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
     return keys
 
 
-def _assign(raw: RawCapture, ordinals: list[int]) -> tuple[list[int], list[int], list[int]]:
-    """Layer index and pass number of every op, and each layer's first op."""
-    layers: dict[Hashable, int] = {}
-    counts: list[int] = []
-    first_ops: list[int] = []
-    layer_of, pass_of = [], []
-    for i, key in enumerate(_keys(raw, ordinals)):
-        n = layers.get(key)
-        if n is None:
-            n = layers[key] = len(counts)
-            counts.append(0)
-            first_ops.append(i)
-        counts[n] += 1
-        layer_of.append(n)
-        pass_of.append(counts[n])
-    return layer_of, pass_of, first_ops
-
-
-def _layer_labels(raw: RawCapture, first_ops: list[int]) -> list[str]:
-    per_name: Counter = Counter()
-    labels = []
-    for i in first_ops:
-        name = raw.ops[i].name
-        per_name[name] += 1
-        labels.append(f"{name}_{per_name[name]}")
-    return labels
-
-
 def _call_site(raw: RawCapture, op: RawOp, addresses: list[str]) -> CallSite:
-    frames: list = []
+    frames: list[Link] = []
     for segment in op.site or ():
         if segment < 0:
-            frames.append(HookBoundary(addresses[~segment]))
+            frames.append(HookMark(addresses[~segment]))
         else:
             frames.extend(raw.chains[segment])
     return CallSite(tuple(frames))
@@ -162,13 +136,6 @@ def _modules(raw: RawCapture, addresses: list[str], call_labels: list[str],
                           m.children, m.parent, m.buffers)
         for i, m in enumerate(raw.modules)
     }
-
-
-def _buffer_version(op: RawOp) -> BufferVersion | None:
-    info = op.buffer
-    if info is None:
-        return None
-    return BufferVersion(info.address, info.version, info.write_kind, info.value_changed, info.transition_only)
 
 
 def _buffers(raw: RawCapture, ops: list[Op], addresses: list[str]) -> dict[str, Buffer]:

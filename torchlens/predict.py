@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from torch import nn
 
 from torchlens.analysis.arguments import wrong_type
-from torchlens.analysis.events import HookMark
 from torchlens.analysis.interpreter import MAX_SECONDS
+from torchlens.analysis.keys import LayerKey, layer_labels
 from torchlens.analysis.predict import predict_class, predict_module
 from torchlens.analysis.prediction import Prediction
 
-from .records import HookBoundary, Layer
+from .records import Layer
 from .torch_host import TorchHost
 
 if TYPE_CHECKING:
@@ -108,16 +108,14 @@ class PredictionReport:
         return "\n".join(lines)
 
 
-def runtime_key(layer: Layer) -> tuple:
+def runtime_key(layer: Layer) -> LayerKey:
     """A runtime layer's grouping key in the prediction's terms."""
-    frames = tuple(HookMark(f.module) if isinstance(f, HookBoundary) else f for f in layer.call_site.frames)
-    return (layer.module, frames, layer.func_name, layer.ops[0].graph.site_key[2])
+    return LayerKey(layer.module, layer.call_site.frames, layer.func_name, layer.ops[0].graph.site_key[2])
 
 
 def check_prediction(trace: "Trace", pred: Prediction) -> PredictionReport:
     """Compare a trace with a prediction of the same model (see :class:`PredictionReport`)."""
-    layers = [layer for layer in trace.layers
-              if not (layer.is_input or layer.is_output or getattr(layer, "is_buffer", False))]
+    layers = [layer for layer in trace.layers if layer.is_compute]
     matched: dict[int, Layer] = {}
     for layer in layers:
         found = pred.find(runtime_key(layer))
@@ -149,14 +147,8 @@ def check_prediction(trace: "Trace", pred: Prediction) -> PredictionReport:
 
 def _labels_given_runs(pred: Prediction, matched: dict[int, Layer]) -> dict[int, str]:
     """Predicted labels once the optional layers that did not run are left out."""
-    out: dict[int, str] = {}
-    per_name: dict[str, int] = {}
-    for layer in pred.layers:
-        if layer.optional and id(layer) not in matched:
-            continue
-        per_name[layer.func_name] = per_name.get(layer.func_name, 0) + 1
-        out[id(layer)] = f"{layer.func_name}_{per_name[layer.func_name]}"
-    return out
+    ran = [layer for layer in pred.layers if not layer.optional or id(layer) in matched]
+    return {id(layer): label for layer, label in zip(ran, layer_labels(layer.func_name for layer in ran))}
 
 
 def _where(layer: Layer) -> str:

@@ -8,9 +8,10 @@ holds its passes (``ops``); an :class:`Op` knows its layer through the trace's i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 
-from torchlens.analysis.sites import Place
+from torchlens.analysis.sites import Link, Place
+from torchlens.capture.buffers import BufferVersion
 from torchlens.capture.containers import ContainerSpec
 from torchlens.capture.record import meta_of
 
@@ -18,22 +19,12 @@ from .containers import Container, container_of
 
 
 @dataclass(frozen=True, slots=True)
-class HookBoundary:
-    """In a call site: the hooked module whose forward hook or pre-hook ran the frames after it."""
-
-    #: Address of the hooked module.
-    module: str
-
-    def __str__(self) -> str:
-        return f"[hook of {self.module}]"
-
-
-@dataclass(frozen=True, slots=True)
 class CallSite:
     """Where a layer was written: the frames from its module's ``forward`` to the torch call."""
 
-    #: Places outermost first; a :class:`HookBoundary` where a module hook was entered.
-    frames: tuple[Union[Place, HookBoundary], ...]
+    #: Places outermost first; a :class:`~torchlens.analysis.sites.HookMark` where a module
+    #: hook was entered.
+    frames: tuple[Link, ...]
 
     @property
     def innermost(self) -> Optional[Place]:
@@ -51,22 +42,6 @@ class OpGraph:
 
     #: ``(module address, op type, output slot, ordinal within the module call)``.
     site_key: tuple[str, str, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class BufferVersion:
-    """What makes an op a buffer version: which buffer, which version, how it was written."""
-
-    #: The buffer's address (``bn.running_mean``).
-    address: str
-    #: 1-based observed version (``trace["bn.running_mean:2"]`` is version 2).
-    version: int
-    #: ``None`` for the starting value; else ``"reassign"``, ``"inplace"`` or ``"fused"``.
-    write_kind: Optional[str]
-    #: Whether the write changed the value; ``None`` for the starting value and on the meta device.
-    value_changed: Optional[bool]
-    #: The write was through a slice: replay checks the state transition only.
-    transition_only: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -191,6 +166,11 @@ class Layer:
     def is_buffer(self) -> bool:
         """Whether this layer groups versions of a registered buffer."""
         return self.ops[0].is_buffer
+
+    @property
+    def is_compute(self) -> bool:
+        """Whether this layer is a computation: not a model input or output, not a buffer version."""
+        return not (self.is_input or self.is_output or self.is_buffer)
 
     @property
     def out(self) -> Any:
