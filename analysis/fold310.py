@@ -20,12 +20,12 @@ except that the bytecode-only fallback finds nothing on 3.12+ (no backward condi
 from __future__ import annotations
 
 import ast
-import dis
 import linecache
 from types import CodeType
-from typing import Iterator, Optional
+from typing import Optional
 
-from .sites import PerCode, remember
+from .align import Instruction, align, compile_twice, instructions
+from .caches import PerCode, remember
 
 __all__ = ["fold_map"]
 
@@ -34,38 +34,27 @@ __all__ = ["fold_map"]
 #: ``ast.expr``, comprehensions) would change the compiled code or the code-object tree.
 _NODES = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Compare, ast.Attribute,
           ast.FormattedValue, ast.With, ast.AsyncWith, ast.AugAssign, ast.For, ast.AsyncFor)
-#: Instructions the alignment ignores: the compiler keeps or drops NOPs by line numbers.
-_SKIP = {dis.opmap[name] for name in ("NOP", "EXTENDED_ARG", "CACHE") if name in dis.opmap}
-_JUMPS = set(dis.hasjabs) | set(dis.hasjrel)
 #: Opcodes that call: a node's copies are folded per kind, and an ``__exit__`` call is a
 #: ``CALL`` on the normal path but ``WITH_EXCEPT_START`` on the exceptional one.
 _CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL",
           "CALL_KW", "WITH_EXCEPT_START"}
 
-# filename -> (source, {(co_firstlineno, co_name): [(real, fake code)]} or None, fake base line)
+#: filename -> (source, {(co_firstlineno, co_name): [(real, fake code)]} or None, fake base line)
 _files: dict[str, tuple[str, Optional[dict], int]] = {}
 
 
 def _fold_map(code: CodeType) -> dict[int, int]:
     """Map instruction offsets of ``code`` to the offset of their node's first copy.
 
-    Offsets are normalised instruction offsets (as ``dis`` gives them, never an
-    ``EXTENDED_ARG`` prefix). Offsets that are not a later copy of anything are absent or
-    map to themselves. Computed once per code object.
+    Offsets are instruction offsets (as ``dis`` gives them, never an ``EXTENDED_ARG``
+    prefix). Offsets that are not a later copy of anything are absent or map to themselves.
+    Computed once per code object.
     """
     fold = _source_fold(code)
     return _while_fold(code) if fold is None else fold
 
 
 fold_map: "PerCode[dict[int, int]]" = PerCode(_fold_map)
-
-
-def _walk(code: CodeType) -> Iterator[CodeType]:
-    """``code`` and every code object nested in it, depth first in ``co_consts`` order."""
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            yield from _walk(const)
 
 
 def _module_index(filename: str) -> Optional[tuple[dict, int]]:
@@ -82,29 +71,15 @@ def _module_index(filename: str) -> Optional[tuple[dict, int]]:
 def _index(source: str, filename: str) -> tuple[Optional[dict], int]:
     """Compile ``source`` as is and with fake lines; pair up their code objects."""
     try:
-        tree = ast.parse(source)
-        base = source.count("\n") + 2  # small: 3.10 line tables grow with line deltas
-        for k, node in enumerate(n for n in ast.walk(tree) if isinstance(n, _NODES)):
-            node.lineno = node.end_lineno = base + k
-            node.col_offset, node.end_col_offset = 0, 1  # 3.11+ rejects end < start
-        real = compile(source, filename, "exec", dont_inherit=True)
-        fake = compile(tree, filename, "exec", dont_inherit=True)
+        compiled = compile_twice(source, filename, _NODES)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None, 0
+    if compiled.fake is None:
+        return None, 0
     index: dict = {}
-    for r, f in zip(_walk(real), _walk(fake)):  # same tree, so same code-object tree
+    for r, f in compiled.pairs():
         index.setdefault((r.co_firstlineno, r.co_name), []).append((r, f))
-    return index, base
-
-
-def _tokens(code: CodeType) -> list[dis.Instruction]:
-    """The instructions that alignment compares (no NOP, EXTENDED_ARG or CACHE)."""
-    return [i for i in dis.get_instructions(code) if i.opcode not in _SKIP]
-
-
-def _shape(instrs: list[dis.Instruction]) -> list[tuple]:
-    """What must agree between real and fake code: opcodes, and arguments except jumps'."""
-    return [(i.opcode, None if i.opcode in _JUMPS else i.arg) for i in instrs]
+    return index, compiled.base
 
 
 def _source_fold(code: CodeType) -> Optional[dict[int, int]]:
@@ -115,19 +90,14 @@ def _source_fold(code: CodeType) -> Optional[dict[int, int]]:
     index, base = found
     pairs = index.get((code.co_firstlineno, code.co_name), ())
     fake = next((f for r, f in pairs if r.co_code == code.co_code), None)
-    if fake is None:
+    aligned = None if fake is None else align(code, fake, base)
+    if aligned is None:
         return None
-    real_instrs, fake_instrs = _tokens(code), _tokens(fake)
-    if _shape(real_instrs) != _shape(fake_instrs):
-        return None
-    fake_line = {o: line for start, end, line in fake.co_lines() for o in range(start, end, 2)}
     first: dict[tuple, int] = {}
     out: dict[int, int] = {}
-    for real, fake_instr in zip(real_instrs, fake_instrs):
-        line = fake_line.get(fake_instr.offset)
-        if line is not None and line >= base:
-            kind = "CALL" if real.opname in _CALLS else real.opname
-            out[real.offset] = first.setdefault((line, kind), real.offset)
+    for real, node in aligned:
+        kind = "CALL" if real.name in _CALLS else real.name
+        out[real.offset] = first.setdefault((node, kind), real.offset)
     return out
 
 
@@ -140,22 +110,21 @@ def _while_fold(code: CodeType) -> dict[int, int]:
     bottom copy onto the top one.
     """
     lines = {o: line for start, end, line in code.co_lines() for o in range(start, end, 2)}
-    instrs: list[dis.Instruction] = []
+    instrs: list[Instruction] = []
     at: dict[int, int] = {}  # offset -> index in instrs; a skipped one -> the next kept one
-    for ins in dis.get_instructions(code):
-        at[ins.offset] = len(instrs)
-        if ins.opcode not in _SKIP:
+    for ins in instructions(code):
+        at[ins.start] = at[ins.offset] = len(instrs)
+        if ins.name != "NOP":
             instrs.append(ins)
 
-    def token(ins: dis.Instruction) -> tuple:
-        jump = ins.opcode in _JUMPS
-        return ("jump" if jump else ins.opcode, None if jump else ins.arg, lines.get(ins.offset))
+    def token(ins: Instruction) -> tuple:
+        return ("jump" if ins.is_jump else ins.opcode, None if ins.is_jump else ins.arg, lines.get(ins.offset))
 
     out: dict[int, int] = {}
     for end, jump in enumerate(instrs):
         # POP_JUMP_IF_* and JUMP_IF_*_OR_POP on 3.10, POP_JUMP_BACKWARD_IF_* on 3.11.
-        if "IF" in jump.opname and jump.opcode in _JUMPS and at.get(jump.argval, end) < end:
-            top, bottom = at[jump.argval] - 1, end
+        if "IF" in jump.name and jump.target is not None and at.get(jump.target, end) < end:
+            top, bottom = at[jump.target] - 1, end
             while 0 <= top < bottom and token(instrs[top]) == token(instrs[bottom]):
                 out[instrs[bottom].offset] = out.get(instrs[top].offset, instrs[top].offset)
                 top, bottom = top - 1, bottom - 1

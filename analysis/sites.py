@@ -23,50 +23,20 @@ This module is torch-free and must stay so: it is tested on every interpreter we
 
 from __future__ import annotations
 
-import dis
 import hashlib
 import sys
-import weakref
 from dataclasses import dataclass
 from types import CodeType
-from typing import Callable, Generic, Optional, Sequence, TypeVar, Union
+from typing import Callable, Optional, Sequence, Union
+
+from .align import instructions
+from .caches import FILES_KEPT, PerCode, remember
+from .fold310 import fold_map
 
 PY311 = sys.version_info >= (3, 11)
 
 __all__ = ["CodeId", "Place", "HookMark", "Link", "code_id", "instruction_place", "collapse", "PerCode", "remember",
-           "PY311"]
-
-#: How many source files the per-file caches (3.10 folds, prediction) keep, newest first.
-FILES_KEPT = 256
-
-T = TypeVar("T")
-
-
-class PerCode(Generic[T]):
-    """A cache of one value per code object, keyed by ``id(code)``, never by the code itself.
-
-    Hashing a code object hashes its constants (slow on 3.12+), and ``==`` ignores the file
-    name, so the key is the id. Each entry holds a weak reference whose callback drops the
-    entry when the code object dies: code made at run time (``exec``, fx recompiles) does not
-    accumulate, and a reused id can never meet a stale entry.
-    """
-
-    __slots__ = ("_entries", "_build")
-
-    def __init__(self, build: Callable[[CodeType], T]) -> None:
-        self._entries: dict[int, tuple[weakref.ref, T]] = {}
-        self._build = build
-
-    def __call__(self, code: CodeType) -> T:
-        entry = self._entries.get(id(code))
-        if entry is None:
-            key, entries = id(code), self._entries
-            entry = entries[key] = (weakref.ref(code, lambda _, key=key: entries.pop(key, None)), self._build(code))
-        return entry[1]
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
+           "FILES_KEPT", "PY311"]
 
 @dataclass(frozen=True, slots=True)
 class CodeId:
@@ -123,15 +93,6 @@ class HookMark:
 Link = Union[Place, HookMark]
 
 
-def remember(cache: dict, key: object, value: T) -> T:
-    """Store ``cache[key] = value``, forgetting the oldest entries past :data:`FILES_KEPT`."""
-    cache.pop(key, None)
-    cache[key] = value
-    while len(cache) > FILES_KEPT:
-        del cache[next(iter(cache))]
-    return value
-
-
 def _code_id(code: CodeType) -> CodeId:
     return CodeId(
         code.co_filename,
@@ -164,17 +125,15 @@ _table: PerCode[_CodeTable] = PerCode(_CodeTable)
 def _instruction_owners(code: CodeType) -> dict[int, int]:
     """Map every 2-byte code unit to the offset of the instruction it belongs to.
 
-    CACHE units belong to the instruction before them (``dis`` leaves caches out), a 3.11
-    ``PRECALL`` to the ``CALL`` after it, and a 3.10 ``EXTENDED_ARG`` prefix to the first
-    instruction after the prefix.
+    An instruction owns its ``EXTENDED_ARG`` prefixes and its CACHE entries
+    (:func:`~torchlens.analysis.align.instructions`); a 3.11 ``PRECALL`` belongs to the
+    ``CALL`` after it.
     """
-    instrs = [i for i in dis.get_instructions(code)]
     owner: dict[int, int] = {}
     pending: list[int] = []
-    for k, ins in enumerate(instrs):
-        nxt = instrs[k + 1].offset if k + 1 < len(instrs) else len(code.co_code)
-        units = range(ins.offset, nxt, 2)
-        if ins.opname in ("EXTENDED_ARG", "PRECALL"):
+    for ins in instructions(code):
+        units = range(ins.start, ins.end, 2)
+        if ins.name == "PRECALL":
             pending.extend(units)
             continue
         for unit in (*pending, *units):
@@ -198,8 +157,6 @@ def instruction_place(code: CodeType, lasti: int) -> Place:
             return Place(table.ident, line, end_line, col, end_col)
     offset = table.owner.get(lasti, lasti)
     if table.fold is None:  # 3.10, or 3.11+ without columns: fold duplicated code by hand
-        from .fold310 import fold_map
-
         table.fold = fold_map(code)
     offset = table.fold.get(offset, offset)
     return Place(table.ident, table.lines.get(offset), offset=offset)

@@ -6,10 +6,9 @@ the same function the runtime capture uses. So a predicted place and a captured 
 equal by construction, on every version (cpython-callsites §7): no column arithmetic, no
 libcst-to-CPython span conversion, and 3.10's folded ``while`` copies come out folded.
 
-To know which instructions belong to which node, the file is compiled twice: as written,
-and with one fake line number per node of the kinds in :data:`NODES` (the same trick as
-:mod:`torchlens.analysis.fold310`). The two compilations have the same instructions, so aligning them
-instruction by instruction names each real instruction's node. Code objects (functions,
+To know which instructions belong to which node, the file is compiled twice and aligned
+(:mod:`torchlens.analysis.align`, which the 3.10 fold uses too), with one fake line per node
+of the kinds in :data:`NODES`. Code objects (functions,
 lambdas, comprehensions, generator expressions) are paired with their syntax nodes by
 ``(co_firstlineno, co_name)`` and source order.
 
@@ -19,15 +18,16 @@ Torch-free; files are read through :mod:`linecache`, so ``exec`` code registered
 from __future__ import annotations
 
 import ast
-import dis
 import linecache
 import sys
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Iterator, Optional
+from typing import Optional
 
+from .align import align, compile_twice, walk_codes
+from .caches import remember
 from .errors import SourceUnavailableError
-from .sites import Place, instruction_place, remember
+from .sites import Place, instruction_place
 
 __all__ = ["SourceFile", "source_file", "source_of_code", "source_text", "NODES", "CALL_OPS"]
 
@@ -39,8 +39,6 @@ NODES = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Compare, ast.Attri
 #: Instructions that call, on any version (3.11's ``PRECALL`` shares its ``CALL``'s place).
 CALL_OPS = frozenset({"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD",
                       "CALL", "CALL_KW"})
-_SKIP = frozenset({"NOP", "EXTENDED_ARG", "CACHE"})
-_JUMPS = frozenset(dis.hasjabs) | frozenset(dis.hasjrel)
 #: Syntax nodes that compile to a code object of their own, with its ``co_name``.
 _SCOPES = {ast.FunctionDef: None, ast.AsyncFunctionDef: None, ast.ClassDef: None,
            ast.Lambda: "<lambda>", ast.GeneratorExp: "<genexpr>", ast.ListComp: "<listcomp>",
@@ -131,36 +129,22 @@ def _frozen_lines(filename: str) -> list[str]:
 
 def _build(filename: str, text: str) -> SourceFile:
     try:
-        tree = ast.parse(text, filename)
-        fake_tree = ast.parse(text, filename)
-        real = compile(text, filename, "exec", dont_inherit=True)
+        compiled = compile_twice(text, filename, NODES)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         raise SourceUnavailableError(f"cannot compile {filename!r}: {error}") from error
-    src = SourceFile(filename, text, tree)
-    _pair_scopes(src, real)
-    nodes = [n for n in ast.walk(tree) if isinstance(n, NODES)]
-    fakes = [n for n in ast.walk(fake_tree) if isinstance(n, NODES)]
-    base = text.count("\n") + 2  # small: 3.10 line tables grow with the line deltas
-    for k, node in enumerate(fakes):
-        node.lineno = node.end_lineno = base + k
-        node.col_offset, node.end_col_offset = 0, 1  # 3.11+ rejects an end before the start
-    try:
-        fake = compile(fake_tree, filename, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        src.unaligned.update(id(c) for c in _walk(real))
+    src = SourceFile(filename, text, compiled.tree)
+    _pair_scopes(src, compiled.real)
+    if compiled.fake is None:
+        src.unaligned.update(id(c) for c in walk_codes(compiled.real))
         return src
-    for r, f in zip(_walk(real), _walk(fake)):  # same tree, so the same code-object tree
-        if not _align(src, r, f, nodes, base):
-            src.unaligned.add(id(r))
+    for real, fake in compiled.pairs():
+        aligned = align(real, fake, compiled.base)
+        if aligned is None:
+            src.unaligned.add(id(real))
+            continue
+        for ins, k in aligned:
+            src.instrs.setdefault(id(compiled.nodes[k]), (real, []))[1].append((ins.offset, ins.name))
     return src
-
-
-def _walk(code: CodeType) -> Iterator[CodeType]:
-    """``code`` and every code object nested in it, depth first in ``co_consts`` order."""
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            yield from _walk(const)
 
 
 def _scope_key(node: ast.AST) -> Optional[tuple[int, str]]:
@@ -177,7 +161,7 @@ def _pair_scopes(src: SourceFile, real: CodeType) -> None:
     """Pair each scope node with its code object: same key, same rank in source order."""
     src.codes[id(src.tree)] = real
     src.nodes[id(real)] = src.tree
-    for code in _walk(real):
+    for code in walk_codes(real):
         if code is not real:
             src.by_key.setdefault((code.co_firstlineno, code.co_name), []).append(code)
     ranked: dict[tuple[int, str], list[ast.AST]] = {}
@@ -190,25 +174,6 @@ def _pair_scopes(src: SourceFile, real: CodeType) -> None:
         for node, code in zip(nodes, src.by_key.get(key, ())):
             src.codes[id(node)] = code
             src.nodes[id(code)] = node
-
-
-def _tokens(code: CodeType) -> list[dis.Instruction]:
-    return [i for i in dis.get_instructions(code) if i.opname not in _SKIP]
-
-
-def _align(src: SourceFile, real: CodeType, fake: CodeType, nodes: list[ast.AST], base: int) -> bool:
-    """Name the node of each instruction of ``real`` from its twin in ``fake``."""
-    real_instrs, fake_instrs = _tokens(real), _tokens(fake)
-    shape = lambda instrs: [(i.opcode, None if i.opcode in _JUMPS else i.arg) for i in instrs]  # noqa: E731
-    if shape(real_instrs) != shape(fake_instrs):
-        return False
-    lines = {o: ln for start, end, ln in fake.co_lines() for o in range(start, end, 2)}
-    for r, f in zip(real_instrs, fake_instrs):
-        line = lines.get(f.offset)
-        if line is not None and line >= base:
-            node = nodes[line - base]
-            src.instrs.setdefault(id(node), (real, []))[1].append((r.offset, r.opname))
-    return True
 
 
 def source_text(node: ast.AST) -> str:

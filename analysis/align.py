@@ -1,0 +1,158 @@
+"""Compiled code read instruction by instruction, and aligned with the source it came from.
+
+Two things every static reading of a code object needs, written once:
+
+* :func:`instructions`: a code object's instructions from the ``bytecode`` package
+  (``ConcreteBytecode``), with ``EXTENDED_ARG`` prefixes folded into the instruction they
+  extend and ``CACHE`` entries counted into the instruction they follow, so each carries
+  its own offset, the span of code units it owns, its full argument and its jump target.
+* :func:`compile_twice` and :func:`align`: which syntax node each instruction was compiled
+  from. The source is compiled as written and again with one fake line number per node of
+  the kinds asked for; the two compilations have the same instructions, so walking them
+  in lockstep names each real instruction's node (design note cpython-callsites §2.1). The
+  3.10 fold (:mod:`torchlens.analysis.fold310`) and the prediction's source reading
+  (:mod:`torchlens.analysis.source`) both use it.
+
+Offsets are byte offsets, as ``f_lasti`` and ``dis`` count them. Torch-free.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from types import CodeType
+from typing import Iterator, Optional
+
+from bytecode import ConcreteBytecode, ConcreteInstr
+
+from .caches import PerCode
+
+__all__ = ["Instruction", "instructions", "walk_codes", "Compiled", "compile_twice", "align"]
+
+#: Instructions that alignment ignores: the compiler keeps or drops NOPs by line numbers.
+_IGNORED = frozenset({"NOP"})
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One instruction of a code object (never an ``EXTENDED_ARG`` prefix or a ``CACHE`` entry)."""
+
+    #: Byte offset of the instruction itself, as ``dis`` gives it.
+    offset: int
+    #: Byte offset of its first ``EXTENDED_ARG`` prefix (``offset`` when it has none).
+    start: int
+    #: Byte offset just past it and its ``CACHE`` entries: it owns the code units ``start..end``.
+    end: int
+    #: Opcode name and number.
+    name: str
+    opcode: int
+    #: The full argument (prefixes folded in); ``None`` when the opcode takes none.
+    arg: Optional[int]
+    #: For a jump: the byte offset it may jump to; ``None`` for every other instruction.
+    target: Optional[int]
+
+    @property
+    def is_jump(self) -> bool:
+        return self.target is not None
+
+
+def _instructions(code: CodeType) -> tuple[Instruction, ...]:
+    out: list[Instruction] = []
+    at = 0
+    for instr in ConcreteBytecode.from_code(code):
+        if not isinstance(instr, ConcreteInstr):  # SetLineno pseudo-instructions take no space
+            continue
+        size = instr.size
+        if instr.name == "CACHE" and out:
+            last = out[-1]
+            out[-1] = Instruction(last.offset, last.start, at + size, last.name, last.opcode, last.arg, last.target)
+        else:
+            jump = instr.get_jump_target(at // 2) if instr.has_jump() else None
+            arg = instr.arg if isinstance(instr.arg, int) else None
+            out.append(Instruction(at + size - 2, at, at + size, instr.name, instr.opcode, arg,
+                                   None if jump is None else 2 * jump))
+        at += size
+    return tuple(out)
+
+
+#: A code object's :class:`Instruction` s in order, computed once per code object.
+instructions: PerCode[tuple[Instruction, ...]] = PerCode(_instructions)
+
+
+def walk_codes(code: CodeType) -> Iterator[CodeType]:
+    """``code`` and every code object nested in it, depth first in ``co_consts`` order."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from walk_codes(const)
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A source compiled as written and with fake lines, ready for :func:`align`."""
+
+    #: The syntax tree with the file's own positions.
+    tree: ast.Module
+    #: The nodes that got a fake line, from ``tree``, in ``ast.walk`` order: node ``k`` has
+    #: fake line ``base + k``.
+    nodes: tuple[ast.AST, ...]
+    #: The module code as written.
+    real: CodeType
+    #: The module code compiled with fake lines; ``None`` when that compilation failed.
+    fake: Optional[CodeType]
+    #: The first fake line number.
+    base: int
+
+    def pairs(self) -> Iterator[tuple[CodeType, CodeType]]:
+        """Each real code object with its fake twin (same tree, so the same code-object tree)."""
+        if self.fake is not None:
+            yield from zip(walk_codes(self.real), walk_codes(self.fake))
+
+
+def compile_twice(text: str, filename: str, kinds: tuple[type, ...]) -> Compiled:
+    """Compile ``text`` as written and with one fake line per node of ``kinds``.
+
+    Raises ``SyntaxError``/``ValueError``/``RecursionError``/``MemoryError`` when the text
+    itself does not compile; a failure of the fake compilation leaves ``fake`` ``None``.
+    """
+    tree = ast.parse(text, filename)
+    real = compile(text, filename, "exec", dont_inherit=True)
+    fake_tree = ast.parse(text, filename)
+    nodes = tuple(n for n in ast.walk(tree) if isinstance(n, kinds))
+    base = text.count("\n") + 2  # small: 3.10 line tables grow with the line deltas
+    for k, node in enumerate(n for n in ast.walk(fake_tree) if isinstance(n, kinds)):
+        node.lineno = node.end_lineno = base + k  # type: ignore[attr-defined]
+        node.col_offset, node.end_col_offset = 0, 1  # type: ignore[attr-defined]  # 3.11+: end >= start
+    try:
+        fake: Optional[CodeType] = compile(fake_tree, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        fake = None
+    return Compiled(tree, nodes, real, fake, base)
+
+
+def align(real: CodeType, fake: CodeType, base: int) -> Optional[list[tuple[Instruction, int]]]:
+    """``(real instruction, k)`` for each instruction compiled from fake line ``base + k``.
+
+    ``None`` when the two codes differ in more than line numbers (opcodes, or arguments
+    other than jump targets), which can happen when fake lines change what the compiler
+    keeps; the caller then treats the code as unaligned.
+    """
+    real_instrs, fake_instrs = _tokens(real), _tokens(fake)
+    if _shape(real_instrs) != _shape(fake_instrs):
+        return None
+    lines = {o: line for start, end, line in fake.co_lines() for o in range(start, end, 2)}
+    out = []
+    for r, f in zip(real_instrs, fake_instrs):
+        line = lines.get(f.offset)
+        if line is not None and line >= base:
+            out.append((r, line - base))
+    return out
+
+
+def _tokens(code: CodeType) -> list[Instruction]:
+    return [i for i in instructions(code) if i.name not in _IGNORED]
+
+
+def _shape(instrs: list[Instruction]) -> list[tuple[int, Optional[int]]]:
+    """What must agree between real and fake code: opcodes, and arguments except jumps'."""
+    return [(i.opcode, None if i.is_jump else i.arg) for i in instrs]
