@@ -18,7 +18,8 @@ from typing import Hashable, Iterable, NamedTuple, Optional
 
 from .sites import Link
 
-__all__ = ["LayerKey", "Grouping", "group_keys", "layer_labels", "pass_label", "call_label"]
+__all__ = ["LayerKey", "Grouper", "Grouping", "group_keys", "LabelAllocator", "layer_labels", "pass_label",
+           "call_label"]
 
 
 class LayerKey(NamedTuple):
@@ -53,33 +54,58 @@ class Grouping:
         return out
 
 
+class Grouper:
+    """Groups keyed events one at a time, in order (the capture labels ops as they run)."""
+
+    __slots__ = ("_layers", "_passes")
+
+    def __init__(self) -> None:
+        self._layers: dict[Hashable, int] = {}
+        self._passes: list[int] = []
+
+    def add(self, key: Hashable) -> tuple[int, int]:
+        """The layer index of the next event (a new one when its key is new) and its pass number."""
+        n = self._layers.get(key)
+        if n is None:
+            n = self._layers[key] = len(self._passes)
+            self._passes.append(0)
+        self._passes[n] += 1
+        return n, self._passes[n]
+
+
 def group_keys(keys: Iterable[Hashable]) -> Grouping:
     """Group events by equal keys: layers in order of first occurrence, passes in order."""
-    layers: dict[Hashable, int] = {}
-    counts: list[int] = []
+    grouper = Grouper()
     first: list[int] = []
     layer_of: list[int] = []
     pass_of: list[int] = []
     for i, key in enumerate(keys):
-        n = layers.get(key)
-        if n is None:
-            n = layers[key] = len(counts)
-            counts.append(0)
+        n, k = grouper.add(key)
+        if k == 1:
             first.append(i)
-        counts[n] += 1
         layer_of.append(n)
-        pass_of.append(counts[n])
+        pass_of.append(k)
     return Grouping(tuple(layer_of), tuple(pass_of), tuple(first))
+
+
+class LabelAllocator:
+    """Hands out ``{func}_{n}``: the n-th layer of op name ``func`` asked for."""
+
+    __slots__ = ("_per_name",)
+
+    def __init__(self) -> None:
+        self._per_name: dict[str, int] = {}
+
+    def take(self, name: str) -> str:
+        """The label of the next layer of op name ``name``."""
+        n = self._per_name[name] = self._per_name.get(name, 0) + 1
+        return f"{name}_{n}"
 
 
 def layer_labels(names: Iterable[str]) -> list[str]:
     """``{func}_{n}`` for each layer's op name, given in order of first execution."""
-    per_name: dict[str, int] = {}
-    labels = []
-    for name in names:
-        n = per_name[name] = per_name.get(name, 0) + 1
-        labels.append(f"{name}_{n}")
-    return labels
+    allocator = LabelAllocator()
+    return [allocator.take(name) for name in names]
 
 
 def pass_label(layer_label: str, k: int) -> str:

@@ -3,8 +3,8 @@
 A selection is decided as each op is recorded, so an unselected output is never held (the
 peak memory of the forward pass stays the model's own). Deciding by layer label needs the
 label before grouping runs: :class:`OnlineLabels` numbers layers and passes as they appear,
-by the same key and the same allocator as :mod:`torchlens.grouping` (a test checks that they
-agree on every op). Buffer versions are labelled only by the grouping (a starting value's
+with the key core's :class:`~torchlens.analysis.keys.Grouper` and allocator, by the key
+:mod:`torchlens.grouping` uses (a test checks that they agree on every op). Buffer versions are labelled only by the grouping (a starting value's
 layer depends on later writes), so they are selected after it, with their final labels.
 """
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Optional, Union
+from typing import Any, Callable, Optional, Union
+
+from torchlens.analysis.keys import Grouper, LabelAllocator
 
 from .record import RawOp, layer_key
 
@@ -72,13 +74,14 @@ def matcher(save: Save) -> Optional[Predicate]:
 class OnlineLabels:
     """Layer label and pass number of each op as it is recorded, as grouping will give them."""
 
-    __slots__ = ("_ordinals", "_layers", "_per_name")
+    __slots__ = ("_ordinals", "_grouper", "_allocator", "_labels")
 
     def __init__(self) -> None:
         self._ordinals: Counter = Counter()
-        #: Layer key -> [layer label, passes so far].
-        self._layers: dict[Hashable, list] = {}
-        self._per_name: Counter = Counter()
+        self._grouper = Grouper()
+        self._allocator = LabelAllocator()
+        #: Layer index -> layer label.
+        self._labels: list[str] = []
 
     def add(self, index: int, op: RawOp) -> Optional[tuple[str, int]]:
         """Count ``op`` (the ``index``-th of the capture); its layer label and pass number, or
@@ -88,10 +91,7 @@ class OnlineLabels:
         self._ordinals[ordinal_key] = ordinal + 1
         if op.buffer is not None:
             return None
-        key = layer_key(index, op, ordinal)
-        layer = self._layers.get(key)
-        if layer is None:
-            self._per_name[op.name] += 1
-            layer = self._layers[key] = [f"{op.name}_{self._per_name[op.name]}", 0]
-        layer[1] += 1
-        return layer[0], layer[1]
+        layer, pass_num = self._grouper.add(layer_key(index, op, ordinal))
+        if pass_num == 1:
+            self._labels.append(self._allocator.take(op.name))
+        return self._labels[layer], pass_num
