@@ -59,9 +59,9 @@ class BufferVersion:
     #: replay checks the state transition only.
     transition_only: bool = False
     #: Index (in capture order) of the op that wrote it (in-place and fused writes), else -1.
-    writer: int = field(default=-1, repr=False)
+    writer: int = field(default=-1, repr=False, compare=False)
     #: For reassignment: ``(scope, site)`` of the assignment statement, which groups it.
-    place: Any = field(default=None, repr=False)
+    place: Any = field(default=None, repr=False, compare=False)
 
 
 class BufferJournal:

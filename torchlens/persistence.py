@@ -34,7 +34,7 @@ from safetensors.torch import save as save_tensors
 
 from torchlens import __version__
 from torchlens.analysis.arguments import check_instance
-from torchlens.analysis.sites import CodeId, Place
+from torchlens.analysis.sites import CodeId, HookMark, Place
 from torchlens.capture.containers import (
     CONST, CUSTOM, DICT, LEAF, ContainerSpec, Node, RawContainer, TypeRef, Unsaved,
 )
@@ -45,7 +45,7 @@ from .buffers import Buffer
 from .containers import ContainerRecords
 from .errors import TorchLensError, TraceFileError
 from .options import CaptureOptions, TraceOptions
-from .records import BufferVersion, CallSite, HookBoundary, Layer, Module, ModuleCall, Op, OpGraph, Param
+from .records import BufferVersion, CallSite, Layer, Module, ModuleCall, Op, OpGraph, Param
 from .trace import Trace
 
 #: What the file says it is, and the newest format version this torchlens reads and writes.
@@ -288,7 +288,7 @@ class _Writer:
             "meta": _meta(op._metadata),
             "parents": list(op.parents), "children": list(op.children), "params": list(op.params),
             "module_call": op.module_call, "site_key": list(op.graph.site_key),
-            "buffer": None if op.buffer is None else dataclasses.astuple(op.buffer),
+            "buffer": None if op.buffer is None else _buffer_version(op.buffer),
             "container": None if spec is None else [root_index[id(spec.root)], self.value(spec.path)],
             "replay": self.call(op._replay),
             "grad": self.tensor(op.grad),
@@ -409,8 +409,13 @@ def _dtype_name(dtype: Any) -> Optional[str]:
     return None if dtype is None else str(dtype).removeprefix("torch.")
 
 
-def _frame(frame: Union[Place, HookBoundary]) -> dict:
-    if isinstance(frame, HookBoundary):
+def _buffer_version(version: BufferVersion) -> list:
+    """The fields a loaded trace needs (the capture's grouping facts stay behind)."""
+    return [version.address, version.version, version.write_kind, version.value_changed, version.transition_only]
+
+
+def _frame(frame: Union[Place, HookMark]) -> dict:
+    if isinstance(frame, HookMark):
         return {"hook": frame.module}
     code = frame.code
     return {"place": [code.filename, code.qualname, code.firstlineno, code.digest, frame.line, frame.end_line,
@@ -621,9 +626,9 @@ def _read_meta(record: list) -> tuple[torch.device, Optional[tuple[int, ...]], b
     return torch.device(device), None if stride is None else tuple(stride), bool(requires_grad)
 
 
-def _place(record: dict) -> Union[Place, HookBoundary]:
+def _place(record: dict) -> Union[Place, HookMark]:
     if "hook" in record:
-        return HookBoundary(record["hook"])
+        return HookMark(record["hook"])
     filename, qualname, firstlineno, digest, line, end_line, col, end_col, offset = record["place"]
     return Place(CodeId(filename, qualname, firstlineno, digest), line, end_line, col, end_col, offset)
 
