@@ -6,7 +6,7 @@ A buffer read or write is not a compute op. Each observed buffer *version* becom
 
 * the starting value, captured before the forward pass, is version 1 (created when the
   buffer is first read or written);
-* reassignment ``self.h = t`` (journaled by the capture's ``Module.__setattr__`` patch);
+* reassignment ``self.h = t`` (journaled through torch's buffer-registration hook);
 * explicit in-place writes (``add_``, ``copy_``, ``buf[...] = v``, ``buf.data.copy_(v)``),
   attributed to the buffer whose storage the written tensor shares (views and slices too);
 * fused native writes (BatchNorm/InstanceNorm running statistics), compared by value

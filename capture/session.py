@@ -2,9 +2,12 @@
 
 Interception is a ``torch.overrides.TorchFunctionMode`` installed for the forward pass and
 removed after it. Module calls are tracked by a capture-scoped patch of
-``nn.Module.__call__``, which gives each op its scope (the innermost module instance) and
-each module its numbered calls. Every patch is undone in ``finally``, also when the model
-raises; the model's exception propagates as itself with a note saying where it happened.
+``nn.Module._call_impl`` (a plain attribute: patching it costs microseconds, where a dunder
+like ``__call__`` re-slots every subclass), which gives each op its scope (the innermost
+module instance) and each module its numbered calls; buffer reassignments arrive through
+torch's buffer-registration hook. Everything is undone when the forward pass ends, also
+when the model raises or an interrupt lands (see :mod:`capture.patches`); the model's
+exception propagates as itself with a note saying where it happened.
 
 Per op, the hot path is: one cached classification of the callable, the call itself, a
 walk of the Python stack up to the innermost module boundary (``Module._call_impl``) that
@@ -16,7 +19,9 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Optional
+from itertools import chain, compress, tee
+from operator import gt, is_, sub
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import torch
 from torch import nn
@@ -30,18 +35,23 @@ from .boundary import call_inputs, call_outputs, record_inputs, record_module_ca
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
-from .patches import Patches
+from .patches import Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, RawCall, RawCapture, RawModule, RawOp, meta_of
 from .replay import GlobalState, RecordedCall, freeze, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
-from .threads import WorkerGuard, claim_capture, release_capture
+from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
 
 _Tensor = torch.Tensor
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
-_MODULE_CALL = nn.Module.__call__
-_MODULE_SETATTR = nn.Module.__setattr__
+_CALL_IMPL_FUNC = nn.Module._call_impl
+#: torch's process-wide buffer-registration hooks (also run by ``module.buffer = t``).
+_BUFFER_HOOKS = torch.nn.modules.module._global_buffer_registration_hooks
+_push_mode = torch._C._push_on_torch_function_stack
+_pop_mode = torch._C._pop_torch_function_stack
+_mode_depth = torch._C._len_torch_function_stack
+_mode_at = torch._C._get_function_stack_at
 #: torch's own Python callables whose checks dispatch to the mode.
 _CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
 
@@ -57,8 +67,13 @@ def _forward_lines() -> frozenset[int]:
 _FORWARD_LINES = _forward_lines()
 
 
-class Capture(TorchFunctionMode):
-    """Records one forward pass of ``model``; use :func:`capture_forward`."""
+class Capture(LeavesStack, TorchFunctionMode):
+    """Records one forward pass of ``model``; use :func:`capture_forward`.
+
+    A capture's mode is on the stack only while it is installed. If torch puts it back later
+    (its ``_pop_mode_temporarily`` generator, interrupted, re-pushes the mode when collected),
+    it passes every call through and takes itself off the stack.
+    """
 
     def __init__(self, model: nn.Module, save: Save = ALL, containers: bool = False,
                  gradients: bool = False) -> None:
@@ -87,8 +102,8 @@ class Capture(TorchFunctionMode):
         #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
         self.keep_alive: list[Any] = []
         self.stack: list[int] = []
-        self.param_names = {id(p): name for name, p in model.named_parameters()}
-        self.addresses = {id(m): name or "self" for name, m in model.named_modules()}
+        self.param_names: dict[int, str] = {}
+        self.addresses: dict[int, str] = {}
         self.func_info: dict[Any, funcs.FuncInfo] = {}
         self.hook_calls: dict[int, bool] = {}
         self.pending_name: Optional[str] = None
@@ -97,27 +112,32 @@ class Capture(TorchFunctionMode):
         self.suspended = 0
         self.patches = Patches()
         self.thread = threading.get_ident()
-        self.guard = WorkerGuard()
-        self.roles: dict[int, int] = {
-            id(_CALL_IMPL): STOP,
-            id(_CALL_IMPL_INNER): STOP,
-            id(nn.Module._wrapped_call_impl.__code__): SKIP,
-            id(torch.overrides.handle_torch_function.__code__): SKIP,
-        }
-        for code in _OWN_CODES:
-            self.roles[id(code)] = SKIP
-        self.roles[id(capture_forward.__code__)] = STOP
-        for module in dict.fromkeys(model.modules()):
+        #: How much of the capture's process-wide state is in place (changed by steps only).
+        self.stage = Stage.IDLE
+        #: Per stage, the one-shot call that removes what it put in place (set by :meth:`plan`).
+        self.undo: tuple[Callable[[], Any], ...] = ()
+        self.roles: dict[int, int] = dict(_ROLES)
+        for name, module in model.named_modules():
+            self.addresses[id(module)] = name or "self"
+            prefix = name + "." if name else ""
+            for param_name, param in module._parameters.items():
+                if param is not None and id(param) not in self.param_names:
+                    self.param_names[id(param)] = prefix + param_name
             self._module(module)
         self.buffers = BufferJournal(self, model)
         #: Set by :func:`capture_forward` once the inputs are known.
         self.ownership: Ownership
+        self.guard = WorkerGuard(self.owns)
 
     # -- torch function mode -------------------------------------------------------------
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
         if kwargs is None:
             kwargs = {}
+        if self.stage is not Stage.INSTALLED:
+            if not self.leaving:
+                self.leave_stack(sys._getframe(1))
+            return func(*args, **kwargs)
         info = self.func_info.get(func)
         if info is None:
             info = self.func_info[func] = funcs.classify(func)
@@ -153,10 +173,12 @@ class Capture(TorchFunctionMode):
         self._bypass_checks(func)
         self.bypass = True
         try:
-            with self:
-                return func(*args, **kwargs)
+            _push_mode(self)
+            return func(*args, **kwargs)
         finally:
             self.bypass = False
+            if _mode_depth() and _mode_at(_mode_depth() - 1) is self:
+                _pop_mode()
 
     def _bypass_checks(self, func: Callable) -> None:
         """Make the next ``has_torch_function*`` check in ``func``'s module say no, once.
@@ -176,7 +198,7 @@ class Capture(TorchFunctionMode):
         capture = self
 
         def bypassing_check(*args: Any) -> bool:
-            if capture.bypass:
+            if capture.bypass and threading.get_ident() == capture.thread:
                 capture.bypass = False
                 return False
             return check(*args)
@@ -367,37 +389,38 @@ class Capture(TorchFunctionMode):
             parent = None if address == "self" else address.rpartition(".")[0] or "self"
             self.raw.modules.append(RawModule(
                 address, type(module).__name__,
-                tuple(prefix + n for n, _ in module.named_parameters(recurse=False)),
+                _names(prefix, module._parameters),
                 parent if not address.startswith("<") else None,
-                tuple(prefix + n for n, _ in module.named_children()),
-                tuple(prefix + n for n, _ in module.named_buffers(recurse=False)),
+                _names(prefix, module._modules),
+                _names(prefix, module._buffers),
             ))
         return index
 
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run one module call as a numbered call of that module, in its own scope."""
         if threading.get_ident() != self.thread:
-            error = CaptureThreadError(
-                f"{type(module).__name__} was called from a second Python thread during a capture; "
-                "torchlens captures one thread at a time (nn.DataParallel runs replicas in threads): "
-                "trace the module on one thread, e.g. trace `model.module` for a DataParallel model"
-            )
-            self.guard.refusal = self.guard.refusal or error
-            raise error
+            if id(module) not in self.module_index:
+                return _CALL_IMPL_FUNC(module, *args, **kwargs)  # not the traced model's: untouched
+            raise self.guard.refuse(CaptureThreadError(
+                f"{type(module).__name__} of the traced model was called from a second Python thread "
+                "during a capture; torchlens captures one thread at a time (nn.DataParallel runs "
+                "replicas in threads): trace the module on one thread, e.g. trace `model.module` "
+                "for a DataParallel model"
+            ))
         index = self._module(module)
         record = self.raw.modules[index]
         record.num_calls += 1
         call = len(self.raw.calls)
         self.raw.calls.append((index, record.num_calls))
         self.raw.call_io.append(RawCall(self.stack[-1] if self.stack else -1, call_inputs(self, args, kwargs)))
-        self.stack.append(call)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
         script = isinstance(module, torch.jit.ScriptModule)
         outermost = script and not self.suspended
         self.suspended += script
         try:
-            out = _MODULE_CALL(module, *args, **kwargs)
+            self.stack.append(call)
+            out = _CALL_IMPL_FUNC(module, *args, **kwargs)
         except Exception as error:
             self._annotate(error, f"module `{record.address}`", None)
             raise
@@ -451,31 +474,72 @@ class Capture(TorchFunctionMode):
 
     # -- installation ----------------------------------------------------------------------
 
-    def install(self) -> None:
-        """Patch module calls, reflected operators and torch.func transforms for this capture."""
+    def owns(self, tensor: _Tensor) -> bool:
+        """Whether ``tensor`` is one of the capture's: an input, op output, parameter or buffer."""
+        key = id(tensor)
+        return key in self.producer or key in self.param_names or key in self.buffers.address_of
+
+    def plan(self) -> tuple[Callable[[], Any], Callable[[], Any]]:
+        """Prepare the one-shot C-level calls that claim the slot and install the capture.
+
+        Sets :attr:`undo`, the call that removes what each :class:`Stage` put in place.
+        """
         capture = self
 
-        def __call__(module, *args, **kwargs):  # noqa: N807
+        def _call_impl(module, *args, **kwargs):
             return capture.call_module(module, args, kwargs)
 
-        def __setattr__(module, name, value):  # noqa: N807
-            _MODULE_SETATTR(module, name, value)
-            if name in module.__dict__.get("_buffers", ()):
-                capture.reassign_buffer(module, name, value, sys._getframe(1))
-
-        self.patches.set(nn.Module, "__call__", __call__)
-        self.patches.set(nn.Module, "__setattr__", __setattr__)
+        self.patches.plan(nn.Module, "_call_impl", _call_impl)
         for dunder, name in funcs.REFLECTED.items():
-            self.patches.set(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
+            self.patches.plan(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
         for module_name, attr, name in funcs.TRANSFORMS:
             module = sys.modules.get(module_name)
             if module is not None and hasattr(module, attr):
-                self.patches.set(module, attr, self._transform(name, getattr(module, attr)))
+                self.patches.plan(module, attr, self._transform(name, getattr(module, attr)))
+        install = [
+            *self.patches.install(),
+            step(_BUFFER_HOOKS.__setitem__, self, self._buffer_hook),
+            step(setattr, self.guard, "active", True),
+            step(setattr, threading, "_trace_hook", self.guard.enter_thread),
+            step(_push_mode, self),
+            step(setattr, self, "stage", Stage.INSTALLED),
+        ]
+        self.undo = (tuple, atomic(release_steps(self)), atomic(self.undo_steps(own_thread=True)))
+        return atomic(claim_steps(self)), atomic(install)
+
+    def undo_steps(self, own_thread: bool) -> Iterable[Step]:
+        """The steps that remove everything :meth:`plan`'s install put in place, and the claim.
+
+        The capture's torch function mode is popped last, and only on its own thread (a forked
+        child has no such thread).
+        """
+        return chain(
+            [step(setattr, self.guard, "active", False),
+             step(setattr, threading, "_trace_hook", self.guard.previous),
+             step(_BUFFER_HOOKS.pop, self, None)],
+            self.patches.undo(),
+            release_steps(self),
+            _pop_own_mode(self) if own_thread else (),
+        )
+
+    def _buffer_hook(self, module: nn.Module, name: str, value: Any) -> None:
+        """torch's buffer-registration hook: journal ``module.name = value`` for a buffer."""
+        if threading.get_ident() != self.thread:
+            if id(module) in self.module_index:
+                raise self.guard.refuse(CaptureThreadError(
+                    f"buffer `{name}` of the traced model was assigned from a second Python thread "
+                    "during a capture; torchlens captures one thread at a time"
+                ))
+            return
+        if name in module._buffers and not self.suspended:
+            self.reassign_buffer(module, name, value, sys._getframe(1))
 
     def _reflected(self, method: Callable, name: str) -> Callable:
         capture = self
 
         def reflected(tensor, other):
+            if threading.get_ident() != capture.thread:
+                return method(tensor, other)
             capture.pending_name = name
             try:
                 return method(tensor, other)
@@ -488,6 +552,8 @@ class Capture(TorchFunctionMode):
         capture = self
 
         def transform(*args, **kwargs):
+            if threading.get_ident() != capture.thread:
+                return impl(*args, **kwargs)
             return capture.run_transform(name, impl, args, kwargs, sys._getframe(1))
 
         return transform
@@ -503,32 +569,34 @@ def capture_forward(
     structure is always recorded; ``containers`` adds the inputs', the module calls' and each
     op's place in them (:mod:`torchlens.capture.boundary`).
 
-    Raises :class:`capture.threads.CaptureThreadError` when another capture is running.
+    Raises :class:`CaptureThreadError` when another capture is running or this one is nested.
+    Claiming, installing and removing are each one C-level call (:func:`capture.patches.atomic`)
+    and :attr:`Capture.stage` says which took place, so an interrupt at any point leaves
+    nothing behind.
     """
     capture = Capture(model, save, containers, gradients)
-    claim_capture()
+    capture.ownership = Ownership(model, record_inputs(capture, args, kwargs))
+    capture.raw.state = GlobalState.now()
+    claim, install = capture.plan()
     try:
-        capture.ownership = Ownership(model, record_inputs(capture, args, kwargs))
-        capture.raw.state = GlobalState.now()
-        capture.install()
-        try:
-            with capture, capture.guard:
-                output = model(*args, **kwargs)
-        except Exception as error:
-            if capture.guard.refusal is not None and error is not capture.guard.refusal:
-                raise capture.guard.refusal from error
-            raise
-        finally:
-            capture.patches.restore()
-        if capture.guard.refusal is not None:
-            raise capture.guard.refusal
-        record_output(capture, output, keep_values=capture.keep_all)
-        capture.raw.buffer_values = capture.buffers.finish()
-        capture.ownership.settle(capture.raw, replayable=capture.keep_all)
-        if not capture.keep_all:
-            capture.drop_unselected_buffers()
+        claim()
+        check_claim(capture)
+        install()
+        output = model(*args, **kwargs)
+    except Exception as error:
+        refusal = capture.guard.refusal
+        if refusal is not None and error is not refusal:
+            raise refusal from error
+        raise
     finally:
-        release_capture()
+        capture.undo[capture.stage]()
+    if capture.guard.refusal is not None:
+        raise capture.guard.refusal
+    record_output(capture, output, keep_values=capture.keep_all)
+    capture.raw.buffer_values = capture.buffers.finish()
+    capture.ownership.settle(capture.raw, replayable=capture.keep_all)
+    if not capture.keep_all:
+        capture.drop_unselected_buffers()
     raw = capture.raw
     raw.chains = capture.interner.chains
     raw.output = output
@@ -539,6 +607,34 @@ def drop(op: RawOp) -> None:
     """Forget an op's output, keeping what users read of it without the tensor."""
     op.meta = op.meta or meta_of(op.out)
     op.out = None
+
+
+def _pop_own_mode(mode: Capture, bound: int = 8) -> Iterator[Step]:
+    """Steps that pop ``mode`` off the top of torch's mode stack, each copy of it, at most ``bound``.
+
+    torch's own ``_pop_mode_temporarily`` can lose a mode when interrupted, and an interrupted
+    :meth:`Capture._run_transparent` can leave a second copy, so the pops are conditional:
+    built from C iterators alone (:mod:`capture.patches`), each pops only when ``mode`` is on top.
+    """
+    def pop_if_on_top() -> Iterator[Step]:
+        depth, depth_again = tee(map(_run, [step(_mode_depth)]))
+        top_index = map(sub, compress(depth_again, map(gt, depth, [0])), [1])
+        on_top = map(is_, map(_mode_at, top_index), [mode])
+        return compress([step(_pop_mode)], on_top)
+
+    return chain.from_iterable([pop_if_on_top() for _ in range(bound)])
+
+
+def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
+    """Addresses of a module's own parameters, children or buffers: each object once, no ``None``
+    (what ``named_parameters(recurse=False)`` and its kin give)."""
+    seen: set[int] = set()
+    names = []
+    for name, value in members.items():
+        if value is not None and id(value) not in seen:
+            seen.add(id(value))
+            names.append(prefix + name)
+    return tuple(names)
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:
@@ -573,3 +669,15 @@ def _own_codes() -> tuple:
 
 
 _OWN_CODES = _own_codes()
+#: Frame roles every capture starts with: module boundaries and the capture's entry stop a
+#: chain; torch's call plumbing and this module's own code are left out of it.
+_ROLES: dict[int, int] = {
+    id(_CALL_IMPL): STOP,
+    id(_CALL_IMPL_INNER): STOP,
+    id(capture_forward.__code__): STOP,
+    id(nn.Module._wrapped_call_impl.__code__): SKIP,
+    id(nn.Module.register_buffer.__code__): SKIP,
+    id(nn.Module.__setattr__.__code__): SKIP,
+    id(torch.overrides.handle_torch_function.__code__): SKIP,
+    **{id(code): SKIP for code in _OWN_CODES},
+}

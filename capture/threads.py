@@ -1,80 +1,199 @@
-"""One thread per capture.
+"""One capture at a time, and what other threads, forks and interrupts see while it runs.
 
-Patches are process-wide, so a second concurrent capture is refused. Torch function modes
-are per thread, so a torch call on a thread the forward pass started would silently be
-missing from the trace; instead, threads started during a capture get a guard mode that
-refuses torch calls while the capture runs (and passes them through after it).
+The capture slot is process-wide (the patches are), so a second concurrent capture is refused,
+and a capture started inside a traced forward is refused as nested. What the slot and the
+patches do to the rest of the process is bounded to the threads that act for the capture:
+
+* a thread that calls one of the *traced model's* modules during the capture is refused
+  (:meth:`capture.session.Capture.call_module`); any other module call on any other thread
+  runs untouched;
+* a thread started during the capture gets a :class:`_RefuseTorch` mode that refuses its
+  torch calls on the capture's tensors (inputs, parameters, buffers, op outputs) while the
+  capture runs. Torch function modes are per thread, so such calls would silently be missing
+  from the trace. After the capture the mode takes itself off that thread's mode stack at the
+  thread's next Python event;
+* a child forked while another thread captures starts clean (:func:`_reset_in_child`).
+
+Interrupts: the claim, the installation and the removal of everything a capture changes are
+each one C-level call (:func:`capture.patches.atomic`), so an asynchronous exception
+(``KeyboardInterrupt``, a signal handler raising) lands before or after each, never inside.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+from enum import IntEnum
+from types import FrameType
 from typing import Any, Callable, Optional
 
+import torch
 from torch.overrides import TorchFunctionMode
 
 from torchlens.analysis.errors import CaptureThreadError
 
-_lock = threading.Lock()
+from .patches import Step, atomic, step
+
+#: The captures that hold or wait on the slot, in the order they claimed it: the first one runs.
+_claims: dict[Any, None] = {}
 
 
-def claim_capture() -> None:
-    """Take the process-wide capture slot, or raise :class:`CaptureThreadError` at once."""
-    if not _lock.acquire(blocking=False):
+class Stage(IntEnum):
+    """How much of a capture's process-wide state is in place."""
+
+    #: Nothing: no claim, no patch.
+    IDLE = 0
+    #: The capture holds (or queued for) the slot; nothing is patched.
+    CLAIMED = 1
+    #: The slot, the patches, the torch function mode and the worker guard are in place.
+    INSTALLED = 2
+
+
+def claim_steps(capture: Any) -> list[Step]:
+    """The steps of a claim: queue ``capture`` for the slot and mark it claimed."""
+    return [step(_claims.__setitem__, capture, None), step(setattr, capture, "stage", Stage.CLAIMED)]
+
+
+def release_steps(capture: Any) -> list[Step]:
+    """The steps that give the slot back (idempotent)."""
+    return [step(_claims.pop, capture, None), step(setattr, capture, "stage", Stage.IDLE)]
+
+
+def check_claim(capture: Any) -> None:
+    """Raise :class:`CaptureThreadError` unless ``capture`` is first in line for the slot."""
+    holder = next(iter(_claims), capture)
+    if holder is capture:
+        return
+    if holder.thread == threading.get_ident():
         raise CaptureThreadError(
-            "another torchlens capture is running in this process (on another thread); "
-            "captures patch torch process-wide, so run them one after the other"
+            "tl.trace was called inside a forward pass that torchlens is already tracing (a nested "
+            "trace); torchlens records one forward pass at a time: call tl.trace outside the model"
         )
+    raise CaptureThreadError(
+        "another torchlens capture is running in this process (on another thread); "
+        "captures patch torch process-wide, so run them one after the other"
+    )
 
 
-def release_capture() -> None:
-    """Give the capture slot back."""
-    _lock.release()
+def running() -> Any:
+    """The capture that holds the slot, or ``None``."""
+    return next(iter(_claims), None)
 
 
 class WorkerGuard:
-    """Refuses torch calls on threads started while a capture runs.
+    """Refuses torch calls on the capture's tensors from threads started while it runs.
 
-    Installed with ``threading.settrace`` for the capture's duration: a new thread's first
-    Python call pushes a :class:`_RefuseTorch` mode there. The first refusal is kept in
-    :attr:`refusal` so the capturing thread can raise it even if the worker swallowed it.
+    :meth:`enter_thread` is ``threading``'s trace hook for the capture's duration: a new
+    thread's first Python call pushes a :class:`_RefuseTorch` mode there. The first refusal
+    is kept in :attr:`refusal` so the capturing thread can raise it even if the worker
+    swallowed it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, owns: Callable[[torch.Tensor], bool]) -> None:
         self.active = False
         #: The error raised on a worker thread, if any.
         self.refusal: Optional[CaptureThreadError] = None
-        self._previous: Optional[Callable] = None
+        #: ``threading``'s trace hook before the capture (put back after it).
+        self.previous: Optional[Callable] = threading.gettrace()
+        #: Whether a tensor belongs to the capture (its inputs, parameters, buffers, outputs).
+        self.owns = owns
 
-    def __enter__(self) -> "WorkerGuard":
-        self.active = True
-        self._previous = threading.gettrace()
-        threading.settrace(self._enter_thread)
-        return self
+    def enter_thread(self, frame: FrameType, event: str, arg: Any) -> Optional[Callable]:
+        """``threading``'s trace hook during the capture: guard the new thread."""
+        sys.settrace(self.previous)
+        if self.active:
+            _RefuseTorch(self).__enter__()
+        return self.previous(frame, event, arg) if self.previous is not None else None
 
-    def __exit__(self, *exc: Any) -> None:
-        self.active = False
-        threading.settrace(self._previous)  # type: ignore[arg-type]
+    def refuse(self, error: CaptureThreadError) -> CaptureThreadError:
+        """Keep the first refusal for the capturing thread; return ``error`` to raise."""
+        self.refusal = self.refusal or error
+        return error
 
-    def _enter_thread(self, frame: Any, event: str, arg: Any) -> Optional[Callable]:
-        sys.settrace(self._previous)
-        _RefuseTorch(self).__enter__()
-        return self._previous(frame, event, arg) if self._previous is not None else None
+    def concerns(self, args: tuple, kwargs: Optional[dict]) -> bool:
+        """Whether a torch call reads a tensor of the capture (one level into lists/tuples)."""
+        owns = self.owns
+        for value in (*args, *kwargs.values()) if kwargs else args:
+            if isinstance(value, torch.Tensor):
+                if owns(value):
+                    return True
+            elif type(value) is list or type(value) is tuple:
+                if any(isinstance(item, torch.Tensor) and owns(item) for item in value):
+                    return True
+        return False
 
 
-class _RefuseTorch(TorchFunctionMode):
+class LeavesStack:
+    """For a torch function mode that must take itself off its thread's mode stack later.
+
+    Inside its own handler a mode is off the stack (torch stashes it), so :meth:`leave_stack`
+    only arms a trace function; the mode is removed at the thread's next Python event (a line
+    of the caller's frame, or a call) where it is back on the stack. The modes above it stay,
+    in order.
+    """
+
+    #: Whether the removal is under way; the thread's trace function to put back; the frame armed.
+    leaving = False
+    _after: Optional[Callable] = None
+    _armed: Optional[FrameType] = None
+
+    def leave_stack(self, caller: FrameType) -> None:
+        """Remove this mode from the running thread's stack at its next Python event."""
+        self.leaving, self._after, self._armed = True, sys.gettrace(), caller
+        caller.f_trace = self._remove
+        sys.settrace(self._remove)
+
+    def _remove(self, frame: FrameType, event: str, arg: Any) -> Optional[Callable]:
+        depth = torch._C._len_torch_function_stack()
+        stack = [torch._C._get_function_stack_at(i) for i in range(depth)]
+        mine = next((i for i, mode in enumerate(stack) if mode is self), None)
+        if mine is None:  # stashed: its handler is running
+            return self._remove
+        for _ in range(depth - mine):
+            torch._C._pop_torch_function_stack()
+        for mode in stack[mine + 1:]:
+            torch._C._push_on_torch_function_stack(mode)
+        if self._armed is not None:
+            self._armed.f_trace = None
+        self.leaving, self._armed = False, None
+        sys.settrace(self._after)
+        return None
+
+
+class _RefuseTorch(LeavesStack, TorchFunctionMode):
+    """A worker thread's mode: refuses while the capture runs, then leaves the mode stack."""
+
     def __init__(self, guard: WorkerGuard) -> None:
         super().__init__()
         self.guard = guard
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
         if self.guard.active:
-            error = CaptureThreadError(
-                f"torch call `{getattr(func, '__name__', func)}` on thread "
-                f"{threading.current_thread().name!r}, started during a capture: torchlens "
-                "captures one thread, so its ops would be missing; run the forward pass on one thread"
-            )
-            self.guard.refusal = self.guard.refusal or error
-            raise error
+            if self.guard.concerns(args, kwargs):
+                raise self.guard.refuse(CaptureThreadError(
+                    f"torch call `{getattr(func, '__name__', func)}` on thread "
+                    f"{threading.current_thread().name!r}, started during a capture, reads the traced "
+                    "model's tensors: torchlens captures one thread, so its ops would be missing from "
+                    "the trace; run the forward pass on one thread"
+                ))
+        elif not self.leaving:
+            self.leave_stack(sys._getframe(1))
         return func(*args, **(kwargs or {}))
+
+
+def _reset_in_child() -> None:
+    """After ``fork``: undo a capture another thread of the parent was running.
+
+    Only the forking thread lives in the child, so such a capture can never finish there.
+    A capture the forking thread itself runs (a forward pass that forks) goes on.
+    """
+    me = threading.get_ident()
+    for capture in list(_claims):
+        if capture.thread != me:
+            if capture.stage == Stage.INSTALLED:
+                atomic(capture.undo_steps(own_thread=False))()
+            _claims.pop(capture, None)
+
+
+os.register_at_fork(after_in_child=_reset_in_child)

@@ -29,7 +29,8 @@ def patched_state():
     import torch._functorch.eager_transforms as eager
 
     return (
-        nn.Module.__call__,
+        nn.Module.__call__, nn.Module._call_impl, nn.Module.__setattr__,
+        tuple(torch.nn.modules.module._global_buffer_registration_hooks),
         tuple(torch.Tensor.__dict__.get(n) for n in ("__radd__", "__rmul__", "__rand__", "__ror__", "__rxor__")),
         F.has_torch_function, F.has_torch_function_unary, F.has_torch_function_variadic,
         torch.functional.has_torch_function,
