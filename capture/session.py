@@ -131,12 +131,14 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     # -- torch function mode -------------------------------------------------------------
 
+    def done(self) -> bool:  # noqa: D102 (LeavesStack: a copy of the mode left after the capture)
+        return self.stage is not Stage.INSTALLED
+
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
         if kwargs is None:
             kwargs = {}
         if self.stage is not Stage.INSTALLED:
-            if not self.leaving:
-                self.leave_stack(sys._getframe(1))
+            self.leave_stack(sys._getframe(1))
             return func(*args, **kwargs)
         info = self.func_info.get(func)
         if info is None:

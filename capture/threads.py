@@ -85,8 +85,9 @@ class WorkerGuard:
     """Refuses torch calls on the capture's tensors from threads started while it runs.
 
     :meth:`enter_thread` is ``threading``'s trace hook for the capture's duration: a new
-    thread's first Python call pushes a :class:`_RefuseTorch` mode there. The first refusal
-    is kept in :attr:`refusal` so the capturing thread can raise it even if the worker
+    thread's first Python call pushes a :class:`_RefuseTorch` mode there, which leaves at the
+    thread's first Python call after the capture. The thread's trace function is the
+    removal's until then. The first refusal is kept in :attr:`refusal` so the capturing thread can raise it even if the worker
     swallowed it.
     """
 
@@ -103,8 +104,10 @@ class WorkerGuard:
         """``threading``'s trace hook during the capture: guard the new thread."""
         sys.settrace(self.previous)
         if self.active:
-            _RefuseTorch(self).__enter__()
-        return self.previous(frame, event, arg) if self.previous is not None else None
+            mode = _RefuseTorch(self)
+            mode.__enter__()
+            mode.leave_stack()
+        return None
 
     def refuse(self, error: CaptureThreadError) -> CaptureThreadError:
         """Keep the first refusal for the capturing thread; return ``error`` to raise."""
@@ -127,36 +130,49 @@ class WorkerGuard:
 class LeavesStack:
     """For a torch function mode that must take itself off its thread's mode stack later.
 
-    Inside its own handler a mode is off the stack (torch stashes it), so :meth:`leave_stack`
-    only arms a trace function; the mode is removed at the thread's next Python event (a line
-    of the caller's frame, or a call) where it is back on the stack. The modes above it stay,
-    in order.
+    :meth:`leave_stack` arms the running thread's trace function: at its first Python event
+    (a call, or a line of an armed frame) where the mode's job is :meth:`done` and the mode is
+    on the stack, the mode is removed (the modes above it stay, in order) and the thread's
+    previous trace function is put back. Inside its own handler a mode is off the stack (torch
+    stashes it), so the removal always waits for a later event.
     """
 
-    #: Whether the removal is under way; the thread's trace function to put back; the frame armed.
+    #: Whether the removal is armed; the trace function to put back; the frames armed.
     leaving = False
     _after: Optional[Callable] = None
-    _armed: Optional[FrameType] = None
+    _armed: tuple[FrameType, ...] = ()
 
-    def leave_stack(self, caller: FrameType) -> None:
-        """Remove this mode from the running thread's stack at its next Python event."""
-        self.leaving, self._after, self._armed = True, sys.gettrace(), caller
-        caller.f_trace = self._remove
-        sys.settrace(self._remove)
+    def done(self) -> bool:
+        """Whether the mode may leave now."""
+        return True
+
+    def leave_stack(self, caller: Optional[FrameType] = None) -> None:
+        """Remove this mode from the running thread's stack at a Python event once :meth:`done`.
+
+        ``caller`` is also armed for line events (a loop of torch calls makes no Python call).
+        """
+        if caller is not None and caller not in self._armed:
+            caller.f_trace = self._remove
+            self._armed = (*self._armed, caller)
+        if not self.leaving:
+            self.leaving, self._after = True, sys.gettrace()
+            sys.settrace(self._remove)
 
     def _remove(self, frame: FrameType, event: str, arg: Any) -> Optional[Callable]:
+        if not self.leaving:
+            return None
         depth = torch._C._len_torch_function_stack()
         stack = [torch._C._get_function_stack_at(i) for i in range(depth)]
         mine = next((i for i, mode in enumerate(stack) if mode is self), None)
-        if mine is None:  # stashed: its handler is running
-            return self._remove
+        if mine is None or not self.done():  # stashed (its handler is running), or still needed
+            return self._remove if frame in self._armed else None
         for _ in range(depth - mine):
             torch._C._pop_torch_function_stack()
         for mode in stack[mine + 1:]:
             torch._C._push_on_torch_function_stack(mode)
-        if self._armed is not None:
-            self._armed.f_trace = None
-        self.leaving, self._armed = False, None
+        for armed in self._armed:
+            armed.f_trace = None
+        self.leaving, self._armed = False, ()
         sys.settrace(self._after)
         return None
 
@@ -168,6 +184,9 @@ class _RefuseTorch(LeavesStack, TorchFunctionMode):
         super().__init__()
         self.guard = guard
 
+    def done(self) -> bool:  # noqa: D102
+        return not self.guard.active
+
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
         if self.guard.active:
             if self.guard.concerns(args, kwargs):
@@ -177,7 +196,7 @@ class _RefuseTorch(LeavesStack, TorchFunctionMode):
                     "model's tensors: torchlens captures one thread, so its ops would be missing from "
                     "the trace; run the forward pass on one thread"
                 ))
-        elif not self.leaving:
+        else:
             self.leave_stack(sys._getframe(1))
         return func(*args, **(kwargs or {}))
 
