@@ -39,6 +39,9 @@ def _raise_interrupt(signum, frame):
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+# An interrupt that lands in a finalizer (``__del__``, a weakref callback) is reported and
+# dropped by Python itself; pytest turns that report into a warning.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_storm_of_interrupts_leaves_torch_exactly_as_before():
     from torchlens.api import trace as unchecked_trace  # no per-trace replay: more traces per second
 
