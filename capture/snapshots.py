@@ -50,9 +50,12 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
 
 
 def snapshot(tensor: torch.Tensor) -> torch.Tensor:
-    """A copy owned by the trace: same values, own storage, outside autograd."""
-    with torch.no_grad():
-        return tensor.detach().clone()
+    """A copy owned by the trace: same values, own storage, outside autograd.
+
+    (``detach`` alone keeps the copy out of autograd: no ``no_grad`` block, whose ``__enter__``
+    an interrupt could leave half done with grad mode off.)
+    """
+    return tensor.detach().clone()
 
 
 class Ownership:

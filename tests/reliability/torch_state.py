@@ -27,6 +27,9 @@ def snapshot() -> dict:
     for table in ("_global_buffer_registration_hooks", "_global_forward_hooks", "_global_forward_pre_hooks"):
         state[table] = tuple(getattr(modules, table).items())
     state["mode stack depth"] = torch._C._len_torch_function_stack()
+    state["grad mode"] = torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+    state["default dtype"] = torch.get_default_dtype()
+    state["autocast"] = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
     state["capture slot"] = threads.running()
     state["trace function"] = sys.gettrace()
     return state
