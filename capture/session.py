@@ -157,7 +157,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         try:
             out = func(*args, **kwargs)
         except Exception as error:
-            self._annotate(error, f"op `{name}`", sys._getframe(1))
+            self._annotate(error, name, sys._getframe(1))
             raise
         if info.inplace and out is None and args:
             out = args[0]
@@ -424,7 +424,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.stack.append(call)
             out = _CALL_IMPL_FUNC(module, *args, **kwargs)
         except Exception as error:
-            self._annotate(error, f"module `{record.address}`", None)
+            self._annotate(error, None, None)
             raise
         finally:
             self.stack.pop()
@@ -463,12 +463,15 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.add_op(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
                           [source] if source >= 0 else [], tuple(params)))
 
-    def _annotate(self, error: BaseException, what: str, frame) -> None:
+    def _annotate(self, error: BaseException, op: Optional[str], frame) -> None:
+        """Note where ``error`` happened: in op ``op`` (``None``: in the module's own Python),
+        in the innermost module call running, at the innermost place in the model's code."""
         if getattr(error, "_torchlens_noted", False) or not hasattr(error, "add_note"):
             return
         where = _innermost_place(frame, error, self.roles)
         module = self.raw.modules[self.raw.calls[self.stack[-1]][0]].address if self.stack else "self"
-        error.add_note(f"torchlens: raised in {what} in module `{module}` at {where}")
+        in_op = f"op `{op}` in " if op is not None else ""
+        error.add_note(f"torchlens: raised in {in_op}module `{module}` at {where}")
         try:
             error._torchlens_noted = True  # type: ignore[attr-defined]
         except AttributeError:

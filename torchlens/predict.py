@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torch import nn
 
-from torchlens.analysis.arguments import wrong_type
+from torchlens.analysis.arguments import check_instance, wrong_type
 from torchlens.analysis.interpreter import MAX_SECONDS
 from torchlens.analysis.keys import LayerKey, layer_labels
 from torchlens.analysis.predict import predict_class, predict_module
@@ -115,6 +115,8 @@ def runtime_key(layer: Layer) -> LayerKey:
 
 def check_prediction(trace: "Trace", pred: Prediction) -> PredictionReport:
     """Compare a trace with a prediction of the same model (see :class:`PredictionReport`)."""
+    check_instance("trace.check_prediction(pred)", pred, Prediction, "a tl.predict(...) result",
+                   "predict the model first: trace.check_prediction(tl.predict(model, x))")
     layers = [layer for layer in trace.layers if layer.is_compute]
     matched: dict[int, Layer] = {}
     for layer in layers:

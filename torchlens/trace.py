@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Union
 
 from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
@@ -78,6 +79,8 @@ class Trace:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ops", Ops(self.ops))
+        for name in ("modules", "params", "buffers"):  # read-only views: a trace never changes
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         index = self._index
         index.update((layer.layer_label, layer) for layer in self.layers)
         index.update((op.label, op) for op in self.ops)
@@ -129,7 +132,11 @@ class Trace:
         return loads, (dumps(self),)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._index
+        """Whether ``trace[key]`` finds something; ``False`` for any key that is not a label."""
+        try:
+            return key in self._index
+        except TypeError:  # unhashable
+            return False
 
     def __len__(self) -> int:
         return len(self.layers)
