@@ -29,10 +29,12 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import dis
 import functools
 import inspect
 import os
 import sys
+import threading
 import time
 import types
 from contextlib import contextmanager
@@ -47,8 +49,9 @@ from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, MAX_UNROLL,
                          MIRROR, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
+                         WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
-from .sites import CodeId, Place, collapse
+from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
@@ -119,6 +122,8 @@ class Frame:
     at: Optional[Place] = None
     #: Values returned on paths the prediction could not decide.
     maybe_returns: list[Value] = field(default_factory=list)
+    #: The running body, when this is a generator function's frame.
+    resumable: Optional[Resumable] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,80 @@ class Boundary:
     """A module call on the stack: chains stop here; its address is the scope."""
 
     address: str
+
+
+class _Closed(BaseException):
+    """Unwinds a generator body whose consumer went away."""
+
+
+class Resumable:
+    """A generator function's body, run one ``yield`` at a time on a thread of its own.
+
+    As in CPython, the body runs when the consumer asks for the next item, and its frame sits
+    on top of the consumer's (the chain of an op in it is the consumer's place, then the
+    generator's). Only one thread runs at a time: the consumer waits while the body runs up
+    to its next ``yield``, and the body waits while the consumer works.
+    """
+
+    def __init__(self, run: Interpreter, frame: Frame, body: list[ast.stmt]) -> None:
+        self.run, self.frame, self.body = run, frame, body
+        self._to_body = threading.Semaphore(0)
+        self._to_consumer = threading.Semaphore(0)
+        self._thread: Optional[threading.Thread] = None
+        self._item: Value = NONE
+        self._error: Optional[BaseException] = None
+        self._done = False
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Value]:
+        return self
+
+    def __next__(self) -> Value:
+        if self._done:
+            raise StopIteration
+        run = self.run
+        run.stack.append(self.frame)
+        saved = run.mult
+        try:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._main, daemon=True, name="torchlens-generator")
+                self._thread.start()
+            else:
+                self._to_body.release()
+            self._to_consumer.acquire()
+        finally:
+            run.stack.pop()
+            run.mult = saved
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        if self._done:
+            raise StopIteration
+        return self._item
+
+    def give(self, item: Value) -> None:
+        """On the body's thread: hand ``item`` to the consumer and wait to be resumed."""
+        self._item = item
+        self._to_consumer.release()
+        self._to_body.acquire()
+        if self._closed:
+            raise _Closed
+
+    def close(self) -> None:
+        if self._thread is not None and not self._done:
+            self._closed = True
+            self._to_body.release()
+            self._thread.join()
+
+    def _main(self) -> None:
+        try:
+            self.run.exec_block(self.body)
+        except _Closed:
+            pass
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer (Budget, bugs)
+            self._error = error
+        self._done = True
+        self._to_consumer.release()
 
 
 #: Handler of a modelled builtin: ``None`` when it does not apply (then the builtin is called
@@ -148,6 +227,8 @@ class Interpreter:
         self.catching = 0
         #: Undecided ``break``/``return`` taken so far (a loop with one has a data-dependent end).
         self.exits = 0
+        #: Generator bodies started by this run (closed when it ends).
+        self.resumables: list[Resumable] = []
         self.deadline = time.perf_counter() + max_seconds
         self.max_seconds = max_seconds
         self.stack: list[Any] = []
@@ -492,9 +573,6 @@ class Interpreter:
         emulated = self.host.emulate(fn, args, kwargs)
         if emulated is not None:
             return emulated
-        if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
-            why = f"{fn.__qualname__} is a generator function: the ops of its body are not followed"
-            return self.opaque_call(fn, args, kwargs, why)  # its body runs when consumed
         started = time.perf_counter()
         try:
             src, node = source_of_code(fn.__code__)
@@ -547,8 +625,15 @@ class Interpreter:
                                                         "are not followed")
         if id(src.codes.get(id(node))) in src.unaligned:
             return self.opaque_call(code, args, kwargs, f"{code.co_name}: bytecode and source do not align")
+        if code.co_flags & (inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
+            return self.opaque_call(code, args, kwargs, f"{code.co_name} is asynchronous: its ops are not followed")
         local = self.bind(node.args, defaults, kw_defaults, args, kwargs)  # type: ignore[attr-defined]
         frame = Frame(code, src, node, local, enclosing, globals_, closure_id, owner)
+        if code.co_flags & inspect.CO_GENERATOR:  # its body runs as it is consumed
+            body = Resumable(self, frame, node.body)  # type: ignore[attr-defined]
+            frame.resumable = body
+            self.resumables.append(body)
+            return Lazy(lambda: body, f"generator {code.co_name}")
         self.stack.append(frame)
         saved = self.mult
         try:
@@ -653,6 +738,31 @@ class Interpreter:
 
     def eval_Await(self, node: ast.Await) -> Value:
         return Opaque("await")
+
+    def eval_Yield(self, node: ast.Yield) -> Value:
+        value = self.eval(node.value) if node.value is not None else NONE
+        frame = self.frame
+        if frame is not None and frame.resumable is not None:
+            frame.resumable.give(value)
+        return NONE  # what .send() passes in: the prediction only iterates
+
+    def eval_YieldFrom(self, node: ast.YieldFrom) -> Value:
+        source = self.eval(node.value)
+        items = self.iterate(source)
+        frame = self.frame
+        if items is None or frame is None or frame.resumable is None:
+            return self.opaque_call(source, [source], {}, f"yield from an unknown iterable{self.where(node)}")
+        place = _delegation_place(frame.code, node)  # the inner generator runs from here
+        frame.at = place
+        for item in items:
+            frame.resumable.give(item)
+            frame.at = place
+        return NONE
+
+    def close(self) -> None:
+        """End the generator bodies still waiting for a consumer (the run is over)."""
+        for body in self.resumables:
+            body.close()
 
     # -- containers --------------------------------------------------------------------------
 
@@ -1442,13 +1552,51 @@ class Interpreter:
     exec_TryStar = exec_Try
 
     def exec_With(self, node: ast.With) -> Optional[Signal]:
-        for item in node.items:
-            self.eval(item.context_expr)
+        """``__enter__`` at the statement's entry instruction, the body, then every ``__exit__``
+        (innermost first) at the statement's exit call, whichever way the body is left."""
+        managers: list[Value] = []
+        for k, item in enumerate(node.items):
+            manager = self.eval(item.context_expr)
+            managers.append(manager)
+            self.at_nth(node, WITH_ENTER, k)
+            value = self.special_call(manager, "__enter__", [], node)
             if item.optional_vars is not None:
-                self.assign(item.optional_vars, Opaque("a context manager's value"))
-        return self.exec_block(node.body)
+                self.assign(item.optional_vars, value)
+        signal = self.exec_block(node.body)
+        if signal is not None and signal.kind is not Exit.RAISE and sys.version_info < (3, 11):
+            self.note(f"with{self.where(node)} left by {signal.kind.value}: on Python 3.10 its __exit__ call "
+                      "has a place of its own on that path, predicted at the normal exit's")
+        raised: list[Value] = [Opaque("an exception"), Opaque("an exception"), Opaque("a traceback")]
+        for k, manager in enumerate(reversed(managers)):
+            self.at_nth(node, CALL_OPS, k)
+            self.special_call(manager, "__exit__", raised if signal is not None and signal.kind is Exit.RAISE
+                              else [NONE, NONE, NONE], node)
+        return signal
 
     exec_AsyncWith = exec_With
+
+    def special_call(self, receiver: Value, name: str, args: list[Value], node: ast.AST) -> Value:
+        """``type(receiver).name(receiver, *args)``, as CPython calls a special method."""
+        if isinstance(receiver, Known):
+            method = class_attr(type(receiver.obj), name)
+        elif isinstance(receiver, Instance):
+            method = class_attr(receiver.cls, name)
+        else:
+            return self.opaque_call(receiver, [receiver], {}, f"{name} of an unknown value{self.where(node)}")
+        if method is None:
+            return Opaque(f"no {name}")
+        if isinstance(method, (staticmethod, classmethod)):
+            return self.call(self.wrap(method.__func__), args, {})
+        return self.call(self.wrap(method), [receiver, *args], {})
+
+    def at_nth(self, node: ast.AST, opnames: frozenset, k: int) -> None:
+        """Set the current place to the ``k``-th instruction of ``node`` among ``opnames``."""
+        frame = self.frame
+        if frame is None:
+            return
+        code, found = frame.source.instrs.get(id(node), (None, ()))
+        offsets = [offset for offset, opname in found if opname in opnames]
+        frame.at = instruction_place(code, offsets[k]) if code is not None and k < len(offsets) else None
 
 
     """Mixin of :class:`analysis.interpreter.Interpreter`: builtins and iteration."""
@@ -1806,6 +1954,19 @@ def _raised(exc: ast.expr) -> str:
         message = exc.args[0].value if len(exc.args[0].value) <= 120 else exc.args[0].value[:117] + "..."
         return f"{source_text(exc.func)}({message!r})"
     return source_text(exc)
+
+
+def _delegation_place(code: CodeType, node: ast.YieldFrom) -> Optional[Place]:
+    """The instruction a ``yield from`` suspends at (``SEND`` on 3.11+, ``YIELD_FROM`` on 3.10):
+    no syntax node owns it, so it is found by the expression's position."""
+    for instr in dis.get_instructions(code):
+        if instr.opname not in ("SEND", "YIELD_FROM"):
+            continue
+        pos = instr.positions
+        if pos is not None and pos.lineno == node.lineno and (
+                pos.col_offset is None or pos.col_offset == node.col_offset):
+            return instruction_place(code, instr.offset)
+    return None
 
 
 def _by_identity(obj: Any) -> bool:

@@ -148,6 +148,7 @@ def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool
     except RecursionError:
         stopped = "prediction incomplete: the program nests deeper than Python's recursion limit"
     finally:
+        run.close()
         run.stack.clear()
     gaps = list(run.gaps)
     if stopped:

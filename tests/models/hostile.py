@@ -38,6 +38,51 @@ class GeneratorForward(nn.Module):
         return out
 
 
+class Scaled:
+    """A context manager whose ``__enter__`` and ``__exit__`` run ops."""
+
+    def __init__(self, x) -> None:
+        self.x = x
+
+    def __enter__(self):
+        return torch.tanh(self.x)
+
+    def __exit__(self, *exc) -> bool:
+        torch.relu(self.x)
+        return False
+
+
+class ContextManagers(nn.Module):
+    """``__exit__`` on every way out of the body: normally, by ``continue`` and by ``break``."""
+
+    def forward(self, x):
+        for k in range(4):
+            with Scaled(x) as y:
+                x = x + y
+                if k == 1:
+                    continue
+                if k == 2:
+                    break
+                x = x * 2
+        return x
+
+
+class GeneratorsEverywhere(nn.Module):
+    """``yield from``, a generator consumed by ``sum`` and by ``list``."""
+
+    def inner(self, x):
+        yield torch.sin(x)
+        yield torch.cos(x)
+
+    def outer(self, x):
+        yield from self.inner(x)
+        yield x.exp()
+
+    def forward(self, x):
+        total = sum(self.outer(x))
+        return torch.stack(list(self.inner(total)))
+
+
 class Match(nn.Module):
     def forward(self, x, mode="b"):
         match mode:
@@ -184,7 +229,7 @@ class RaisesWithoutInputs(nn.Module):
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
-    plain = [EvalString, ExecString, GeneratorForward, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
+    plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
