@@ -10,7 +10,7 @@ import ast
 from collections import defaultdict
 from typing import Iterator, Optional
 
-from .model import Function, ModelClass, SourceModel, dotted, self_attribute, walk
+from .model import Function, ModelClass, SourceModel, child_nodes, dotted, self_attribute, walk
 
 Hit = tuple[ast.AST, str]
 Site = tuple[Function, ast.Call]
@@ -18,9 +18,7 @@ Site = tuple[Function, ast.Call]
 
 def functions(model: SourceModel) -> Iterator[Function]:
     """Every function a forward pass may run: module classes' methods and top-level functions."""
-    for cls in model.model_classes():
-        yield from (f for name, f in cls.methods.items() if name != "__init__")
-    yield from model.functions.values()
+    return model.forward_functions()
 
 
 def _lines(nodes: list[ast.AST]) -> str:
@@ -33,34 +31,83 @@ def _lines(nodes: list[ast.AST]) -> str:
 def repeated_statements(model: SourceModel) -> Iterator[Hit]:
     for function in functions(model):
         for block in _blocks(function.node):
+            # Facts only for statements next to one of their own type: the only ones a run can hold.
+            facts = [_Statement(model, s) if isinstance(s, _SIMPLE) and (
+                         (k > 0 and type(block[k - 1]) is type(s)) or (k + 1 < len(block) and type(block[k + 1]) is type(s)))
+                     else None for k, s in enumerate(block)]
             start = 0
-            shape = _shape(model, block[0])
-            for end in range(1, len(block) + 1):
-                if (end < len(block) and type(block[end]) is type(block[end - 1]) and shape is not None
-                        and _feeds(block[end - 1], block[end]) and _shape(model, block[end]) == shape):
-                    continue
-                run = block[start:end]
-                if len(run) > 1:
+            while start < len(block):
+                end = start + 1
+                first = facts[start]
+                while (first is not None and first.shape is not None and end < len(block)
+                       and facts[end] is not None and facts[end - 1].feeds(facts[end])  # type: ignore[union-attr]
+                       and facts[end].shape == first.shape):  # type: ignore[union-attr]
+                    end += 1
+                if end - start > 1:
+                    run = block[start:end]
                     expr = getattr(run[0], "value", run[0])
                     n = len(run)
                     yield expr, (f"`{model.code(expr)}` is written out {n} times (lines {_lines(run)}): {n} layers, "
                                  f"not one layer with {n} passes; a loop would make them one layer")
                 start = end
-                shape = _shape(model, block[end]) if end < len(block) else None
 
 
-def _feeds(first: ast.stmt, second: ast.stmt) -> bool:
-    """Whether ``second`` reads a name ``first`` binds: the chain a loop would express."""
-    targets = first.targets if isinstance(first, ast.Assign) else [getattr(first, "target", None)]
-    written = {n.id for t in targets if t is not None for n in ast.walk(t)
-               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    if not written:
-        return False
-    value = getattr(second, "value", None)
-    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
-    if isinstance(second, ast.AugAssign) and isinstance(second.target, ast.Name):
-        reads.add(second.target.id)
-    return bool(written & reads)
+class _Statement:
+    """What TL101 reads of a simple statement, from one iterative walk (any depth of expression).
+
+    ``shape``: the statement with local names blanked, if it computes with torch, else ``None``;
+    consecutive statements of one shape where each ``feeds`` the next (``x = f(x)`` twice) are
+    what a loop would write once.
+    """
+
+    __slots__ = ("shape", "reads", "binds")
+
+    def __init__(self, model: SourceModel, statement: ast.stmt) -> None:
+        targets = (statement.targets if isinstance(statement, ast.Assign)
+                   else [statement.target] if isinstance(statement, ast.AugAssign) else [])
+        self.binds = {t.id for t in targets if isinstance(t, ast.Name)}
+        self.binds.update(n.id for t in targets if isinstance(t, (ast.Tuple, ast.List))
+                          for n in t.elts if isinstance(n, ast.Name))
+        self.reads: set[str] = set()
+        if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            self.reads.add(statement.target.id)
+        keep = model.aliases
+        shape: list[object] = []
+        computes = False
+        todo: list[ast.AST] = [statement]
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                name = node.id  # type: ignore[attr-defined]
+                shape.append(name if name == "self" or name in keep else "_")
+                if isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                    self.reads.add(name)
+                continue
+            if kind is ast.Constant:
+                shape.append(repr(node.value))  # type: ignore[attr-defined]
+                continue
+            kids = child_nodes(node)
+            shape += (kind, len(kids))
+            if kind is ast.Attribute:
+                shape.append(node.attr)  # type: ignore[attr-defined]
+            elif kind is ast.keyword:
+                shape.append(node.arg)  # type: ignore[attr-defined]
+            elif kind is ast.Compare:
+                shape += map(type, node.ops)  # type: ignore[attr-defined]
+            elif kind is ast.Call:
+                computes = computes or model.is_torch_call(node)
+            op = getattr(node, "op", None)
+            if op is not None:
+                shape.append(type(op))
+            computes = computes or kind in _COMPUTES
+            kids.reverse()
+            todo += kids
+        self.shape = tuple(shape) if computes else None
+
+    def feeds(self, later: "_Statement") -> bool:
+        """Whether ``later`` reads a name this statement binds: the chain a loop would express."""
+        return not self.binds.isdisjoint(later.reads)
 
 
 def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
@@ -78,33 +125,7 @@ def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
 
 _NESTED_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return)
-_COMPUTES = (ast.BinOp, ast.UnaryOp, ast.Subscript)
-
-
-def _shape(model: SourceModel, statement: ast.stmt) -> Optional[tuple]:
-    """The statement with local names blanked, if it computes with torch; else ``None``.
-
-    Consecutive statements of one shape where each feeds the next (``x = f(x)`` twice) are
-    what a loop would write once. Built by one iterative walk: any depth of expression.
-    """
-    if not isinstance(statement, _SIMPLE):
-        return None
-    keep = model.aliases
-    shape: list[object] = []
-    computes = False
-    todo: list[ast.AST] = [statement]
-    while todo:
-        node = todo.pop()
-        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
-        if isinstance(node, ast.Name):
-            shape.append(node.id if node.id == "self" or node.id in keep else "_")
-        elif isinstance(node, ast.Constant):
-            shape.append(repr(node.value))
-        else:
-            shape.append((type(node).__name__, len(children), getattr(node, "attr", None), getattr(node, "arg", None)))
-        computes = computes or isinstance(node, _COMPUTES) or model.is_torch_call(node)
-        todo.extend(reversed(children))
-    return tuple(shape) if computes else None
+_COMPUTES = frozenset({ast.BinOp, ast.UnaryOp, ast.Subscript})
 
 
 # -- TL201: a tensor op in a while condition ---------------------------------------------------
@@ -112,12 +133,11 @@ def _shape(model: SourceModel, statement: ast.stmt) -> Optional[tuple]:
 
 def while_condition_ops(model: SourceModel) -> Iterator[Hit]:
     for function in functions(model):
-        for node in walk(function.node):
-            if isinstance(node, ast.While):
-                ops = model.torch_ops(node.test)
-                if ops:
-                    yield ops[0], ("tensor op in a `while` condition: the condition runs once more than the "
-                                   "body, so its ops get N+1 passes")
+        for node in function.of_type(ast.While):
+            ops = model.torch_ops(node.test)
+            if ops:
+                yield ops[0], ("tensor op in a `while` condition: the condition runs once more than the "
+                               "body, so its ops get N+1 passes")
 
 
 # -- TL202: builtins that call torch from C code ---------------------------------------------
@@ -125,9 +145,7 @@ def while_condition_ops(model: SourceModel) -> Iterator[Hit]:
 
 def builtin_c_calls(model: SourceModel) -> Iterator[Hit]:
     for function in functions(model):
-        for node in walk(function.node):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in function.of_type(ast.Call):
             name = dotted(node.func)
             if name not in ("sum", "map", "reduce", "functools.reduce") or not _calls_torch(model, node, function.owner):
                 continue
@@ -143,7 +161,7 @@ def _calls_torch(model: SourceModel, call: ast.Call, cls: Optional[ModelClass]) 
     for arg in call.args:
         if (model.qualified(arg) or "").startswith("torch."):
             return True
-        for node in ast.walk(arg.body if isinstance(arg, ast.Lambda) else arg):
+        for node in walk(arg.body if isinstance(arg, ast.Lambda) else arg, nested=True):
             if model.is_torch_call(node) or model.submodule_call(node, cls) or _calls_self_collection(node, cls):
                 return True
     return False
@@ -158,27 +176,9 @@ def _calls_self_collection(node: ast.AST, cls: Optional[ModelClass]) -> bool:
 # -- TL102 / TL103: helpers and recursion --------------------------------------------------------
 
 
-def _callee(node: ast.AST, function: Function, model: SourceModel) -> Optional[Function]:
-    """The function of this file that a call node calls (``helper(x)``, ``self.method(x)``)."""
-    if not isinstance(node, ast.Call):
-        return None
-    if isinstance(node.func, ast.Name):
-        return model.functions.get(node.func.id)
-    attr = self_attribute(node.func)
-    if attr is not None and function.owner is not None:
-        return function.owner.methods.get(attr)
-    return None
-
-
 def _calls(model: SourceModel) -> dict[Function, list[Site]]:
     """Callee -> every ``(caller, call node)`` in the file."""
-    calls: dict[Function, list[Site]] = defaultdict(list)
-    for function in functions(model):
-        for node in walk(function.node):
-            callee = _callee(node, function, model)
-            if callee is not None:
-                calls[callee].append((function, node))  # type: ignore[arg-type]
-    return calls
+    return model.calls
 
 
 def _per_model(sites: list[Site]) -> Iterator[list[Site]]:
@@ -200,32 +200,55 @@ def helpers_from_several_lines(model: SourceModel) -> Iterator[Hit]:
 
 def recursion_entries(model: SourceModel) -> Iterator[Hit]:
     calls = _calls(model)
-    callees: dict[Function, set[Function]] = defaultdict(set)
-    for callee, sites in calls.items():
-        for caller, _ in sites:
-            callees[caller].add(callee)
-    for callee, sites in calls.items():
-        cycle = {f for f in _reach(callee, callees) if callee in _reach(f, callees)}
-        if not cycle or callee is not min(cycle, key=lambda f: f.node.lineno):
-            continue  # not recursive, or another member of the cycle reports it
-        for group in _per_model([(c, n) for c, n in sites if c not in cycle]):
+    for cycle in _cycles(list(calls), model.callees):
+        head = min(cycle, key=lambda f: f.node.lineno)  # one member of the cycle reports it
+        for group in _per_model([(c, n) for c, n in calls[head] if c not in cycle]):
             entries = [node for _, node in group]
             if len(entries) > 1:
-                yield entries[1], (f"recursion `{callee.name}` is entered from {len(entries)} places (lines "
+                yield entries[1], (f"recursion `{head.name}` is entered from {len(entries)} places (lines "
                                    f"{_lines(entries)}): each entry gives its own layers; only the depths of one "
                                    "entry are passes of one layer")
 
 
-def _reach(start: Function, edges: dict[Function, set[Function]]) -> set[Function]:
-    """Every function reachable from ``start`` by one or more calls."""
-    seen: set[Function] = set()
-    todo = [start]
-    while todo:
-        for nxt in edges.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+def _cycles(nodes: list[Function], edges: dict[Function, list[Function]]) -> Iterator[set[Function]]:
+    """The recursive groups of functions (strongly connected components with a cycle): Tarjan's
+    algorithm, iterative, linear in calls."""
+    index: dict[Function, int] = {}
+    low: dict[Function, int] = {}
+    stack: list[Function] = []
+    on_stack: set[Function] = set()
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(edges.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges.get(child, ()))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member is node:
+                        break
+                if len(group) > 1 or node in edges.get(node, ()):
+                    yield group
 
 
 # -- TL104 / TL105: shared weights and shared modules ---------------------------------------------
@@ -235,16 +258,17 @@ def shared_weights(model: SourceModel) -> Iterator[Hit]:
     for cls in model.model_classes():
         forward = cls.methods.get("forward")
         uses: dict[str, list[ast.AST]] = defaultdict(list)
-        for node in walk(forward.node) if forward else ():
-            if self_attribute(node) in cls.params:
-                uses[self_attribute(node)].append(node)  # type: ignore[index]
+        for node in forward.of_type(ast.Attribute) if forward else ():
+            attr = self_attribute(node)
+            if attr in cls.params:
+                uses[attr].append(node)
         for attr, nodes in uses.items():
             if len(nodes) > 1:
                 yield nodes[1], (f"weight `self.{attr}` is used at {len(nodes)} places (lines {_lines(nodes)}): "
                                  "separate layers, even though they share the weight")
         init = cls.methods.get("__init__")
-        for node in walk(init.node) if init else ():
-            if isinstance(node, ast.Assign) and _ties_weights(node):
+        for node in init.of_type(ast.Assign) if init else ():
+            if _ties_weights(node):
                 yield node, (f"tied weights `{model.code(node.targets[0])} = {model.code(node.value)}`: "
                              "the modules that use them keep separate layers")
 
@@ -255,27 +279,116 @@ def _ties_weights(node: ast.Assign) -> bool:
             and target.attr in ("weight", "bias") and value.attr in ("weight", "bias"))
 
 
+#: Where a statement sits among exclusive branches: ``(id of the if or match, arm)`` from the outside in.
+Arms = tuple[tuple[int, int], ...]
+
+
 def shared_modules(model: SourceModel) -> Iterator[Hit]:
+    """One module instance held by two parents on one path through ``__init__``.
+
+    Instances are followed by binding, not by name: ``m = Block(); m = nn.Sequential(m)`` binds
+    two instances, each held once. Holders in exclusive arms (``if``/``else``, ``match`` cases)
+    never run together and are not two parents.
+    """
     for cls in model.model_classes():
         init = cls.methods.get("__init__")
-        holders: dict[str, list[ast.AST]] = defaultdict(list)
-        local_modules: set[str] = set()
-        for node in walk(init.node) if init else ():
-            if isinstance(node, ast.Assign) and self_attribute(node.value) in cls.submodules:
-                holders[f"self.{self_attribute(node.value)}"].extend([node.value, node])
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
-                holders[node.value.id].append(node)
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and model.constructs_module(node.value):
-                local_modules.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            if isinstance(node, ast.Call) and model.constructs_module(node):
-                for arg in node.args:
-                    for value in arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]:
-                        if isinstance(value, ast.Name):
-                            holders[value.id].append(node)
-        for name, places in holders.items():
-            if len(places) > 1 and (name.startswith("self.") or name in local_modules):
-                yield places[1], (f"module `{name}` is reachable under {len(places)} parents: one instance is one "
-                                  "scope, so its ops are one layer with passes from every parent")
+        if init is None:
+            continue
+        binding: dict[str, int] = {}  # name (``x`` or ``self.x``) -> the instance it holds now
+        names: dict[int, str] = {}
+        holders: dict[int, list[tuple[ast.AST, Arms]]] = defaultdict(list)
+        for statement, arms in _statements(init.node):
+            targets = (statement.targets if isinstance(statement, ast.Assign)
+                       else [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+            value = getattr(statement, "value", None) if targets else None
+            if isinstance(statement, (ast.For, ast.AsyncFor)):  # the loop variable is rebound
+                targets, value = [statement.target], None
+            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)):
+                for call in walk(statement):
+                    if isinstance(call, ast.Call) and model.constructs_module(call):
+                        for arg in [*call.args, *(k.value for k in call.keywords)]:
+                            for held in arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]:
+                                instance = binding.get(_name(held))
+                                if instance is not None:
+                                    holders[instance].append((call, arms))
+            for target, value in _pairs(targets, value):
+                name = _name(target)
+                if not name:
+                    continue
+                instance = binding.get(_name(value)) if value is not None else None
+                if instance is not None and name.startswith("self."):
+                    holders[instance].append((statement, arms))  # one more attribute holds it
+                    binding[name] = instance
+                elif isinstance(value, ast.Call) and model.constructs_module(value):
+                    binding[name] = instance = len(names)
+                    names[instance] = name
+                    if name.startswith("self."):
+                        holders[instance].append((statement, arms))
+                else:
+                    binding.pop(name, None)  # rebound to something else
+        for instance, places in holders.items():
+            together = _together(places)
+            if len(together) > 1:
+                yield together[1], (f"module `{names[instance]}` is reachable under {len(together)} parents (lines "
+                                    f"{_lines(together)}): one instance is one scope, so its ops are one layer with "
+                                    "passes from every parent")
+
+
+def _pairs(targets: list[ast.expr], value: Optional[ast.expr]) -> Iterator[tuple[ast.expr, Optional[ast.expr]]]:
+    """``(target, value)`` of an assignment, element by element for ``a, b = x, y``."""
+    for target in targets:
+        if (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in target.elts)):
+            yield from zip(target.elts, value.elts)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            yield from ((element, None) for element in target.elts)  # unpacked from something: rebound
+        else:
+            yield target, value
+
+
+def _name(node: Optional[ast.AST]) -> str:
+    """``x`` for a name, ``self.x`` for an attribute of self, else ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    attr = self_attribute(node) if node is not None else None
+    return f"self.{attr}" if attr else ""
+
+
+def _statements(function: ast.AST) -> Iterator[tuple[ast.stmt, Arms]]:
+    """A function's statements in source order, each with the exclusive arms it sits in."""
+    todo: list[tuple[ast.stmt, Arms]] = [(s, ()) for s in reversed(getattr(function, "body", []))]
+    while todo:
+        statement, arms = todo.pop()
+        yield statement, arms
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            inner = [(s, (*arms, (id(statement), 0))) for s in statement.body]
+            inner += [(s, (*arms, (id(statement), 1))) for s in statement.orelse]
+        elif isinstance(statement, ast.Match):
+            inner = [(s, (*arms, (id(statement), k))) for k, case in enumerate(statement.cases) for s in case.body]
+        else:
+            inner = [(s, arms) for name in ("body", "orelse", "finalbody") for s in getattr(statement, name, [])]
+            inner += [(s, arms) for handler in getattr(statement, "handlers", []) for s in handler.body]
+        todo.extend(reversed(inner))
+
+
+def _together(places: list[tuple[ast.AST, Arms]]) -> list[ast.AST]:
+    """The places, in order, that run together on one path: none in another arm of an earlier one's branch."""
+    chosen: list[tuple[ast.AST, Arms]] = []
+    for node, arms in places:
+        if all(not _exclusive(arms, other) for _, other in chosen):
+            chosen.append((node, arms))
+    return [node for node, _ in chosen]
+
+
+def _exclusive(a: Arms, b: Arms) -> bool:
+    for (branch_a, arm_a), (branch_b, arm_b) in zip(a, b):
+        if branch_a != branch_b:
+            return False
+        if arm_a != arm_b:
+            return True
+    return False
 
 
 # -- TL301 / TL302: buffers and plain tensor state ---------------------------------------------
@@ -283,31 +396,90 @@ def shared_modules(model: SourceModel) -> Iterator[Hit]:
 
 def buffer_data_assignment(model: SourceModel) -> Iterator[Hit]:
     for cls in model.model_classes():
+        buffers = cls.registered("buffers")
         for function in cls.methods.values():
-            for node in walk(function.node):
-                for target in node.targets if isinstance(node, ast.Assign) else ():
+            for node in function.of_type(ast.Assign):
+                for target in node.targets:
                     name = self_attribute(target.value) if isinstance(target, ast.Attribute) else None
-                    if name in cls.buffers and target.attr == "data":  # type: ignore[union-attr]
+                    if name in buffers and target.attr == "data":  # type: ignore[union-attr]
                         yield target, (f"`self.{name}.data = ...` replaces registered buffer `{name}` in a way the "
                                        f"capture cannot record, so tracing raises; write `self.{name} = tensor` "
                                        f"or `self.{name}.copy_(tensor)`")
 
 
 def plain_tensor_state(model: SourceModel) -> Iterator[Hit]:
+    """A tensor kept in an attribute that is not a buffer, parameter or submodule, and set by the
+    forward pass (``forward`` or a method it calls). Methods only ``__init__`` runs, and methods
+    nothing in the forward pass calls (``prune_...``, ``set_...`` helpers), are construction."""
     for cls in model.model_classes():
-        known = cls.buffers | cls.params | cls.submodules
-        for name, function in cls.methods.items():
-            if name == "__init__":
-                continue
-            for node in walk(function.node):
-                if not isinstance(node, (ast.Assign, ast.AugAssign)):
+        forward = cls.methods.get("forward")
+        if forward is None:
+            continue
+        known = cls.registered()
+        for function in _reached(model, forward):
+            for node in function.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                value = getattr(node, "value", None)
+                kind = _tensor_kind(model, value) if value is not None else None
+                if kind is None:
                     continue
-                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:  # type: ignore[attr-defined]
                     attr = self_attribute(target)
-                    if attr is not None and attr not in known and model.torch_ops(node.value):
-                        yield target, (f"tensor state kept in plain attribute `self.{attr}` and updated in "
-                                       f"`{name}`: torchlens does not track it as model state; register it with "
+                    if attr is None or attr in known:
+                        continue
+                    where = "`forward`" if function is forward else f"`{function.name}` (called from `forward`)"
+                    if kind == "tensor":
+                        yield target, (f"tensor state kept in plain attribute `self.{attr}` and updated in {where}: "
+                                       "torchlens does not track it as model state; register it with "
                                        f"`self.register_buffer(\"{attr}\", ...)`")
+                    else:
+                        yield target, (f"tensors kept in plain attribute `self.{attr}` (a {kind}) and updated in "
+                                       f"{where}: torchlens does not track them as model state; register each "
+                                       "with `self.register_buffer(name, tensor)`")
+
+
+def _reached(model: SourceModel, forward: Function) -> list[Function]:
+    """``forward`` and the methods of its class it calls, directly or through each other."""
+    reached = [forward]
+    seen = {forward}
+    for function in reached:
+        for callee in model.callees.get(function, ()):
+            if callee.owner is not None and callee not in seen:
+                seen.add(callee)
+                reached.append(callee)
+    return reached
+
+
+_CONTAINERS = {ast.List: "list", ast.Tuple: "tuple", ast.ListComp: "list", ast.Dict: "dict", ast.DictComp: "dict"}
+
+
+def _tensor_kind(model: SourceModel, value: ast.AST) -> Optional[str]:
+    """``"tensor"`` for an expression that computes a tensor, the container's name for a list,
+    tuple or dict of them, else ``None`` (a number, a string, anything not known to be a tensor)."""
+    container = _CONTAINERS.get(type(value))
+    if container is not None:
+        elements = (value.elts if isinstance(value, (ast.List, ast.Tuple)) else value.values  # type: ignore[attr-defined]
+                    if isinstance(value, ast.Dict) else [getattr(value, "elt", None) or value.value])  # type: ignore[attr-defined]
+        return container if any(e is not None and _is_tensor(model, e) for e in elements) else None
+    return "tensor" if _is_tensor(model, value) else None
+
+
+def _is_tensor(model: SourceModel, expr: ast.AST) -> bool:
+    """An expression whose value is a tensor: a torch op, or arithmetic, indexing or a conditional over one."""
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call):
+            if model.is_torch_call(node):
+                return True
+        elif isinstance(node, ast.BinOp):
+            todo += [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            todo.append(node.operand)
+        elif isinstance(node, ast.IfExp):
+            todo += [node.body, node.orelse]
+        elif isinstance(node, ast.Subscript):
+            todo.append(node.value)
+    return False
 
 
 # -- TL401 / TL402: threads and hooks ---------------------------------------------------------
@@ -319,16 +491,14 @@ _THREADS = {"DataParallel": "`nn.DataParallel` runs replicas on threads: tl.trac
 
 
 def threads(model: SourceModel) -> Iterator[Hit]:
-    for node in ast.walk(model.tree):
-        if isinstance(node, ast.Call):
-            name = dotted(node.func).rpartition(".")[2]
-            if name in _THREADS:
-                yield node, f"capture across threads is not supported: {_THREADS[name]}"
+    for node in model.all_calls:
+        name = dotted(node.func).rpartition(".")[2]
+        if name in _THREADS:
+            yield node, f"capture across threads is not supported: {_THREADS[name]}"
 
 
 def hook_ops(model: SourceModel) -> Iterator[Hit]:
-    for node in ast.walk(model.tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("register_forward_hook", "register_forward_pre_hook")):
+    for node in model.all_calls:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("register_forward_hook", "register_forward_pre_hook"):
             yield node, ("ops in a forward hook belong to the caller's scope, with the hooked module as part of "
                          "the place: the same hook on two modules gives two layers")

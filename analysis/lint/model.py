@@ -27,7 +27,8 @@ TENSOR_METHODS = frozenset("""
     transpose tril triu type_as unbind unflatten unsqueeze var view view_as where
 """.split())
 #: ``torch`` namespaces that wrap other code rather than compute (checkpoint runs a module).
-NOT_OP_PREFIXES = ("torch.utils.", "torch.jit.", "torch.autograd.", "torch.compile", "torch.compiler.")
+NOT_OP_PREFIXES = ("torch.utils.", "torch.jit.", "torch.autograd.", "torch.compile", "torch.compiler.", "torch.cuda.",
+                   "torch.backends.", "torch.distributed.", "torch.nn.init.", "torch.is_", "torch.get_", "torch.set_")
 #: ``torch.*`` callables that are not tensor operations.
 NOT_OPS = frozenset({
     "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.is_grad_enabled",
@@ -54,14 +55,16 @@ class Function:
     def name(self) -> str:
         return self.node.name
 
-    @cached_property
-    def nodes(self) -> list[ast.AST]:
-        """Every node of the body in source order, walked once (not nested defs or lambdas)."""
-        return list(walk(self.node))
+    #: The body's nodes by type, each list in source order (not nested defs or lambdas); filled
+    #: by the one walk of the file (:meth:`SourceModel._walk`).
+    nodes: dict[type, list[ast.AST]] = field(default_factory=dict)
 
-    def of_type(self, kind: type[N]) -> list[N]:
-        """The body's nodes of one type, in source order."""
-        return [n for n in self.nodes if isinstance(n, kind)]
+    def of_type(self, *kinds: type[N]) -> list[N]:
+        """The body's nodes of these types (not in nested defs or lambdas)."""
+        if len(kinds) == 1:
+            return self.nodes.get(kinds[0], [])  # type: ignore[return-value]
+        return sorted((n for kind in kinds for n in self.nodes.get(kind, [])),  # type: ignore[misc]
+                      key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
 
 
 @dataclass(eq=False)
@@ -79,17 +82,25 @@ class ModelClass:
     params: set[str] = field(default_factory=set)
     submodules: set[str] = field(default_factory=set)
 
-    def registered(self) -> set[str]:
-        """Buffers, parameters and submodules of this class and its bases in this file."""
-        names: set[str] = set()
-        todo, seen = [self], set()
+    def lineage(self) -> list["ModelClass"]:
+        """This class, then its bases of this file, breadth first (the one walk up the hierarchy)."""
+        order: list[ModelClass] = []
+        todo = [self]
         while todo:
-            cls = todo.pop()
-            if id(cls) not in seen:
-                seen.add(id(cls))
-                names |= cls.buffers | cls.params | cls.submodules
+            cls = todo.pop(0)
+            if all(cls is not seen for seen in order):
+                order.append(cls)
                 todo.extend(cls.bases)
-        return names
+        return order
+
+    def lookup(self, name: str) -> Optional[Function]:
+        """The method ``self.name`` calls: this class's, else the first of its bases' in this file."""
+        return next((cls.methods[name] for cls in self.lineage() if name in cls.methods), None)
+
+    def registered(self, kind: str = "") -> set[str]:
+        """Buffers, parameters and submodules (or only ``kind``: ``"buffers"``) of the lineage."""
+        kinds = (kind,) if kind else ("buffers", "params", "submodules")
+        return {name for cls in self.lineage() for k in kinds for name in getattr(cls, k)}
 
 
 class SourceModel:
@@ -103,6 +114,9 @@ class SourceModel:
         self.aliases = {k: v for k, v in self.imports.items() if v == "torch" or v.startswith("torch.")}
         self.classes: dict[str, ModelClass] = {}
         self.functions: dict[str, Function] = {}
+        #: Every call of the file, nested ones too.
+        self.all_calls: list[ast.Call] = []
+        self._torch_calls: dict[int, bool] = {}
         self._index()
 
     # -- places ----------------------------------------------------------------------------
@@ -140,6 +154,12 @@ class SourceModel:
         """A call of a torch function (``torch.tanh``, ``F.relu``) or of a tensor method."""
         if not isinstance(node, ast.Call):
             return False
+        known = self._torch_calls.get(id(node))
+        if known is None:
+            known = self._torch_calls[id(node)] = self._is_torch_call(node)
+        return known
+
+    def _is_torch_call(self, node: ast.Call) -> bool:
         name = self.qualified(node.func)
         if name is not None:
             return (name.startswith("torch.") and name not in NOT_OPS and not name.startswith(NOT_OP_PREFIXES)
@@ -156,16 +176,53 @@ class SourceModel:
         """The torch calls inside ``node`` (not inside nested functions or lambdas)."""
         return [n for n in walk(node) if self.is_torch_call(n)]  # type: ignore[misc]
 
+    @cached_property
+    def calls(self) -> dict[Function, list[tuple[Function, ast.Call]]]:
+        """Callee -> every ``(caller, call node)`` from a function a forward pass may run."""
+        calls: dict[Function, list[tuple[Function, ast.Call]]] = {}
+        for function in self.forward_functions():
+            for node in function.of_type(ast.Call):
+                callee = self.callee(node, function)
+                if callee is not None:
+                    calls.setdefault(callee, []).append((function, node))
+        return calls
+
+    @cached_property
+    def callees(self) -> dict[Function, list[Function]]:
+        """Caller -> the functions of this file it calls (the other direction of :attr:`calls`)."""
+        callees: dict[Function, list[Function]] = {}
+        for callee, sites in self.calls.items():
+            for caller, _ in sites:
+                callees.setdefault(caller, []).append(callee)
+        return callees
+
+    def callee(self, node: ast.Call, caller: Function) -> Optional[Function]:
+        """The function of this file that a call calls (``helper(x)``, ``self.method(x)``)."""
+        if isinstance(node.func, ast.Name):
+            return self.functions.get(node.func.id)
+        attr = self_attribute(node.func)
+        if attr is not None and caller.owner is not None:
+            return caller.owner.lookup(attr)
+        return None
+
+    def forward_functions(self) -> Iterator[Function]:
+        """Every function a forward pass may run: module classes' methods and top-level functions."""
+        for cls in self.model_classes():
+            yield from (f for name, f in cls.methods.items() if name != "__init__")
+        yield from self.functions.values()
+
     @staticmethod
     def submodule_call(node: ast.AST, cls: Optional[ModelClass]) -> bool:
         """A call ``self.name(...)`` of a submodule registered in ``__init__``."""
         return (cls is not None and isinstance(node, ast.Call) and self_attribute(node.func) in cls.submodules)
 
     def constructs_module(self, call: ast.Call) -> bool:
-        """A call of a ``torch.nn`` class or of a module class of this file."""
+        """A call of a ``torch.nn`` module class or of a module class of this file."""
         qualified = self.qualified(call.func) or ""
+        last = qualified.rpartition(".")[2]
         local = self.classes.get(call.func.id) if isinstance(call.func, ast.Name) else None
-        return qualified.startswith("torch.nn.") or (local is not None and local.is_module)
+        return ((qualified.startswith("torch.nn.") and last[:1].isupper() and last != "Parameter")
+                or (local is not None and local.is_module))
 
     # -- structure -------------------------------------------------------------------------
 
@@ -190,11 +247,30 @@ class SourceModel:
                     cls.is_module = changed = True
         for cls in self.classes.values():
             cls.methods = {s.name: Function(s, cls) for s in cls.node.body if isinstance(s, ast.FunctionDef)}
+        self.all_calls = self._walk()
+        for cls in self.model_classes():
             for method in cls.methods.values():
                 self._registrations(cls, method)
 
+    def _walk(self) -> list[ast.Call]:
+        """The one walk of the whole file: each function's nodes, and every call of the file."""
+        owners = {id(f.node): f for f in self.functions.values()}
+        owners.update((id(f.node), f) for cls in self.classes.values() for f in cls.methods.values())
+        calls: list[ast.Call] = []
+        stack: list[tuple[ast.AST, Optional[Function]]] = [(self.tree, None)]
+        while stack:
+            node, owner = stack.pop()
+            kind = type(node)
+            if kind is ast.Call:
+                calls.append(node)  # type: ignore[arg-type]
+            if owner is not None:
+                owner.nodes.setdefault(kind, []).append(node)
+            for child in reversed(child_nodes(node)):
+                stack.append((child, owners.get(id(child)) if type(child) in _NESTED_TYPES else owner))
+        return calls
+
     def _registrations(self, cls: ModelClass, method: Function) -> None:
-        for node in method.nodes:
+        for node in method.of_type(ast.Call, ast.Assign, ast.AnnAssign):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("register_buffer", "register_parameter", "register_module", "add_module")
                     and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
@@ -214,13 +290,43 @@ class SourceModel:
                         cls.submodules.add(attr)
 
 
-def walk(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``node`` in source order (itself first), not entering nested defs or lambdas."""
+def walk(node: ast.AST, nested: bool = False) -> list[ast.AST]:
+    """Every node under ``node`` in source order (itself first), without context and operator
+    nodes (``Load``, ``Add``); nested defs and lambdas only if ``nested``. Iterative: any depth."""
+    found: list[ast.AST] = []
     stack = [node]
     while stack:
         current = stack.pop()
-        yield current
-        stack.extend(reversed([c for c in ast.iter_child_nodes(current) if not isinstance(c, _NESTED)]))
+        found.append(current)
+        children = child_nodes(current)
+        if not nested:
+            children = [c for c in children if type(c) not in _NESTED_TYPES]
+        children.reverse()
+        stack.extend(children)
+    return found
+
+
+#: Fields that never hold a node (names, flags), or hold only operators and contexts no rule reads.
+_SCALAR_FIELDS = frozenset({"id", "ctx", "attr", "arg", "kind", "op", "ops", "name", "module", "level", "asname",
+                            "type_comment", "conversion", "is_async", "simple", "kwd_attrs", "rest"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: ()}
+_NESTED_TYPES = frozenset(_NESTED)
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The node's child nodes in field order (not the context and operator nodes)."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
+    children: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            children.extend(value)
+        elif value is not None:
+            children.append(value)
+    return [c for c in children if c is not None] if kind is ast.Dict else children  # ``{**x}`` has a None key
 
 
 def dotted(node: ast.AST) -> str:

@@ -250,3 +250,142 @@ def test_a_file_that_does_not_parse_is_reported():
 def test_unknown_rule_codes_are_refused():
     with pytest.raises(ValueError, match="unknown lint rule 'TL999'"):
         LintConfig(select=("TL999",))
+
+
+# Scope and type facts: each case is reduced from a model folder where the rule used to fire
+# falsely (torchvision swin_transformer.py, timm vision_transformer.py, efficientvim.py, hgnet.py,
+# dpn.py, cpubone.py, roi_heads.py); the rule must stay quiet.
+QUIET = {
+    "TL302 nn.Parameter set in a helper __init__ calls": ("TL302", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.define_table()
+
+            def define_table(self):
+                self.table = nn.Parameter(torch.zeros(4, 2))
+
+            def forward(self, x):
+                self.table = nn.Parameter(torch.zeros(4, 2))
+                return x @ self.table
+        """),
+    "TL302 a float set in a helper __init__ calls": ("TL302", """
+        import math
+
+        class M(nn.Module):
+            def __init__(self, depth):
+                super().__init__()
+                self.set_lambda(depth)
+
+            def set_lambda(self, depth):
+                self.lam = 0.8 - 0.6 * math.exp(-0.3 * depth)
+
+            def forward(self, x):
+                return x * self.lam
+        """),
+    "TL302 a parameter replaced by a pruning method": ("TL302", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weights = nn.Parameter(torch.ones(4))
+
+            def prune(self, n):
+                self.weights = nn.Parameter(torch.cat([self.weights[:n], self.weights[-1:]]).detach())
+
+            def forward(self, x):
+                return x * self.weights
+        """),
+    "TL302 numbers and a registered parameter": ("TL302", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_parameter("scale", nn.Parameter(torch.ones(1)))
+
+            def forward(self, x):
+                self.scale = torch.tanh(x)
+                self.steps = int(x.sum())
+                self.half = x.shape[-1] ** -0.5
+                self.cuda_ok = torch.cuda.is_available()
+                return x
+        """),
+    "TL105 one module placed in exclusive if/else arms": ("TL105", """
+        class M(nn.Module):
+            def __init__(self, stride, lab):
+                super().__init__()
+                proj = nn.Conv2d(2, 2, 1)
+                if stride == 2:
+                    self.proj_s2 = proj
+                else:
+                    self.proj_s1 = proj
+                conv, act = nn.Conv2d(2, 2, 1), nn.ReLU()
+                if lab:
+                    self.last = nn.Sequential(conv, act, nn.Identity())
+                elif stride == 3:
+                    self.last = nn.Sequential(act)
+                else:
+                    self.last = nn.Sequential(conv, act)
+        """),
+    "TL105 a name rebound to a new module that wraps the old one": ("TL105", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                context = nn.Sequential(nn.Linear(2, 2))
+                context = nn.Sequential(context, nn.ReLU())
+                self.total = nn.Sequential(context, nn.Identity())
+        """),
+    "TL101 parallel updates of different lists": ("TL101", """
+        class M(nn.Module):
+            def forward(self, proposals, labels, inds, i):
+                proposals[i] = proposals[i][inds]
+                labels[i] = labels[i][inds]
+                return proposals, labels
+        """),
+}
+
+# And where the same facts must still find the problem.
+LOUD = {
+    "TL302 state set in a method forward calls (and a list of tensors)": ("TL302", """
+        class M(nn.Module):
+            def forward(self, x):
+                self.update(x)
+                return x
+
+            def update(self, x):
+                self.memory = torch.tanh(x)
+                self.anchors = [a.to(x.dtype) for a in self.anchors]
+        """, [8, 9]),
+    "TL105 one module under two parents outside exclusive arms": ("TL105", """
+        class M(nn.Module):
+            def __init__(self, flag):
+                super().__init__()
+                proj = nn.Linear(2, 2)
+                if flag:
+                    self.a = proj
+                self.b = nn.Sequential(proj)
+                self.c = nn.Linear(2, 2)
+                self.d = self.c
+        """, [8, 10]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUIET))
+def test_scope_and_type_facts_keep_rules_quiet(case):
+    code, source = QUIET[case]
+    assert codes(source, code) == []
+
+
+@pytest.mark.parametrize("case", sorted(LOUD))
+def test_scope_and_type_facts_keep_true_findings(case):
+    code, source, lines = LOUD[case]
+    assert codes(source, code) == [(code, line) for line in lines]
+
+
+def test_tl302_says_where_the_state_is_updated():
+    text = HEADER + textwrap.dedent(LOUD["TL302 state set in a method forward calls (and a list of tensors)"][1])
+    messages = [f.message for f in lint_source(text, "m.py", LintConfig(select=("TL302",)))]
+    assert messages == [
+        "tensor state kept in plain attribute `self.memory` and updated in `update` (called from `forward`): "
+        "torchlens does not track it as model state; register it with `self.register_buffer(\"memory\", ...)`",
+        "tensors kept in plain attribute `self.anchors` (a list) and updated in `update` (called from `forward`): "
+        "torchlens does not track them as model state; register each with `self.register_buffer(name, tensor)`",
+    ]
