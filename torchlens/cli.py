@@ -71,6 +71,10 @@ def add_lint(commands: argparse._SubParsersAction) -> None:
     lint.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     lint.add_argument("--explain", metavar="CODE", help="print what a rule means, with an example, and exit")
     lint.add_argument("--list", action="store_true", help="list every rule and whether it is on by default")
+    lint.add_argument("--fix", action="store_true",
+                      help="rewrite the problems that have a certain fix (TL301), then report the rest")
+    lint.add_argument("--diff", action="store_true",
+                      help="print the rewrites --fix would make as a unified diff, change nothing")
     lint.set_defaults(run=_lint)
 
 
@@ -104,10 +108,28 @@ def _lint(args: argparse.Namespace) -> int:
     report = lint_paths(args.paths, config)
     for skipped in report.skipped:
         print(f"torchlens lint: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
-    print(as_json(report.findings) if args.format == "json" else as_text(report.findings))
-    if any(f.code == UNREADABLE for f in report.findings):
+    findings = list(report.findings)
+    if args.fix or args.diff:
+        from torchlens.analysis.lint.fix import fix_files
+
+        run = fix_files(findings, write=args.fix)
+        for refused in run.refused:
+            print(f"torchlens lint: not fixed: {refused}", file=sys.stderr)
+        if args.diff:
+            print("".join(run.diffs), end="")
+            print(f"torchlens lint: --fix would fix {_count(run.fixed)} in {_count(run.diffs, 'file')}",
+                  file=sys.stderr)
+            return 1 if run.diffs else 0
+        findings = [f for f in findings if f not in set(run.fixed)]
+        print(f"torchlens lint: fixed {_count(run.fixed)} in {_count(run.diffs, 'file')}", file=sys.stderr)
+    print(as_json(findings) if args.format == "json" else as_text(findings))
+    if any(f.code == UNREADABLE for f in findings):
         return 2
-    return 1 if report.findings else 0
+    return 1 if findings else 0
+
+
+def _count(items: Sequence[object], noun: str = "problem") -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 # -- predict -----------------------------------------------------------------------------------

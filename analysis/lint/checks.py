@@ -191,11 +191,27 @@ def _per_model(sites: list[Site]) -> Iterator[list[Site]]:
 
 def helpers_from_several_lines(model: SourceModel) -> Iterator[Hit]:
     for callee, all_sites in _calls(model).items():
+        if not _has_ops(model, callee):
+            continue  # a helper without torch ops (a shape computation, a flag) makes no layer
         for sites in _per_model([(c, n) for c, n in all_sites if c is not callee]):
             firsts = list({n.lineno: n for _, n in reversed(sites)}.values())[::-1]
             if len(firsts) > 1 and callee.name != "forward":
                 yield firsts[1], (f"helper `{callee.name}` is called from {len(firsts)} lines ({_lines(firsts)}): "
                                   f"its ops are one layer per calling line, not one layer with {len(firsts)} passes")
+
+
+def _has_ops(model: SourceModel, function: Function) -> bool:
+    """Whether the function, or a function of this file it calls, makes a torch op or calls a submodule."""
+    todo, seen = [function], {function}
+    while todo:
+        current = todo.pop()
+        if any(model.is_torch_call(n) or model.submodule_call(n, current.owner) for n in current.of_type(ast.Call)):
+            return True
+        for callee in model.callees.get(current, ()):
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return False
 
 
 def recursion_entries(model: SourceModel) -> Iterator[Hit]:
@@ -258,9 +274,10 @@ def shared_weights(model: SourceModel) -> Iterator[Hit]:
     for cls in model.model_classes():
         forward = cls.methods.get("forward")
         uses: dict[str, list[ast.AST]] = defaultdict(list)
+        looks = _looks(forward) if forward else set()
         for node in forward.of_type(ast.Attribute) if forward else ():
             attr = self_attribute(node)
-            if attr in cls.params:
+            if attr in cls.params and id(node) not in looks:
                 uses[attr].append(node)
         for attr, nodes in uses.items():
             if len(nodes) > 1:
@@ -271,6 +288,20 @@ def shared_weights(model: SourceModel) -> Iterator[Hit]:
             if _ties_weights(node):
                 yield node, (f"tied weights `{model.code(node.targets[0])} = {model.code(node.value)}`: "
                              "the modules that use them keep separate layers")
+
+
+#: Tensor attributes that read metadata, not values: no op.
+_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "layout"})
+
+
+def _looks(function: Function) -> set[int]:
+    """Ids of the nodes in ``function`` that look at a value without computing with it: the
+    operands of ``is``/``is not`` comparisons and the owners of ``.shape``-like reads."""
+    looks = {id(node.value) for node in function.of_type(ast.Attribute) if node.attr in _METADATA}
+    for compare in function.of_type(ast.Compare):
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in compare.ops):
+            looks.update(id(operand) for operand in (compare.left, *compare.comparators))
+    return looks
 
 
 def _ties_weights(node: ast.Assign) -> bool:

@@ -46,6 +46,11 @@ def python_files(paths: Iterable[str]) -> Iterator[Union[Path, Skipped]]:
 
 def read_source(path: Path) -> str:
     """The file's text, decoded as Python decodes source: its coding cookie, a BOM, else UTF-8."""
+    return read_source_and_encoding(path)[0]
+
+
+def read_source_and_encoding(path: Path) -> tuple[str, str]:
+    """The file's text and the codec it was decoded with (``utf-8-sig`` for a BOM: it writes one back)."""
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -54,7 +59,7 @@ def read_source(path: Path) -> str:
         raise UnreadableSource("not Python source: the file is binary (it holds NUL bytes)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)  # "utf-8-sig" drops a BOM
+        return data.decode(encoding), encoding  # "utf-8-sig" drops a BOM
     except SyntaxError as error:  # the first lines are not UTF-8, the cookie names no codec, or contradicts a BOM
         raise UnreadableSource(f"cannot decode this file: {error}{_DECLARE}") from None
     except UnicodeDecodeError as error:

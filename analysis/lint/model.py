@@ -326,7 +326,8 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
             children.extend(value)
         elif value is not None:
             children.append(value)
-    return [c for c in children if c is not None] if kind is ast.Dict else children  # ``{**x}`` has a None key
+    # A list field may hold None: ``{**x}``'s key, a keyword-only argument without a default.
+    return [c for c in children if c is not None] if None in children else children
 
 
 def dotted(node: ast.AST) -> str:

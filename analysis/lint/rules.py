@@ -110,6 +110,10 @@ ops, so the capture cannot record the write; tl.trace raises a BufferWriteError.
 
     self.state = x * 2                   # recorded as a reassignment
     self.state.copy_(x * 2)              # recorded as an in-place write
+
+`torchlens lint --fix` rewrites `self.state.data = v` to `self.state = v.detach()`: like
+`.data =` it takes v's storage, shape and dtype without copying or joining the autograd
+graph; the buffer becomes a new tensor object. `--diff` shows the rewrite first.
 """),
     Rule("TL302", "plain-tensor-state", "warning", True, checks.plain_tensor_state, """\
 Tensor state is kept in a plain attribute and updated during forward. Only registered

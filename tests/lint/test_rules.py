@@ -340,6 +340,33 @@ QUIET = {
                 labels[i] = labels[i][inds]
                 return proposals, labels
         """),
+    "TL102 a helper without torch ops (torchvision roi_heads.py, maxvit.py)": ("TL102", """
+        def out_shape(size, k):
+            return (size[0] - k) // 2 + 1, (size[1] - k) // 2 + 1
+
+        class M(nn.Module):
+            def has_mask(self):
+                return self.mask_head is not None
+
+            def forward(self, x):
+                if self.has_mask():
+                    x = x + 1
+                a = out_shape(x.shape, 3)
+                b = out_shape(a, 3)
+                return x if self.has_mask() else b
+        """),
+    "TL104 a weight tested against None and its shape read (torchvision mvit.py)": ("TL104", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos = nn.Parameter(torch.zeros(4, 2))
+
+            def forward(self, x):
+                if self.pos is not None:
+                    n, d = self.pos.shape
+                    x = x + self.pos.unsqueeze(0)
+                return x
+        """),
 }
 
 # And where the same facts must still find the problem.
@@ -389,3 +416,59 @@ def test_tl302_says_where_the_state_is_updated():
         "tensors kept in plain attribute `self.anchors` (a list) and updated in `update` (called from `forward`): "
         "torchlens does not track them as model state; register each with `self.register_buffer(name, tensor)`",
     ]
+
+
+SYNTAX = '''
+import torch
+from torch import nn
+
+@staticmethod
+def free(a, /, b=1, *args, c, d=2, **kw):
+    global G
+    x = {**kw, "k": a}
+    y = [*args, *(v for v in x)]
+    if (n := len(y)) > 1:
+        pass
+    f"{a!r:>{b}} {c=}"
+    lambda q=1, *, r: q + r
+    return x, y, n
+
+
+class M(nn.Module):
+    async def run(self, xs):
+        async with xs as z:
+            async for t in z:
+                yield t
+        await z
+
+    def forward(self, x, *, scale):
+        def inner():
+            nonlocal x
+            x = x * 2
+        match x.dim():
+            case 1 | 2:
+                x = torch.tanh(x)
+            case [a, *rest] if a:
+                pass
+            case {"k": v, **others}:
+                pass
+            case M(p=1) as bound:
+                pass
+            case _:
+                pass
+        try:
+            x = x @ x
+        except ValueError as error:
+            raise error from None
+        finally:
+            del scale
+        with torch.no_grad(), open("f") as (a, b):
+            x = x[1:2, ..., None]
+        assert x is not None, "x"
+        return -x if x else ~x
+'''
+
+
+def test_every_syntax_form_is_read():
+    """Every kind of node the grammar has (3.10) passes the walks without error."""
+    assert lint_source(SYNTAX, "m.py", LintConfig(select=("ALL",))) == []
