@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from .model import Function, ModelClass, SourceModel, child_nodes, dotted, self_attribute, walk
 
@@ -21,7 +21,7 @@ def functions(model: SourceModel) -> Iterator[Function]:
     return model.forward_functions()
 
 
-def _lines(nodes: list[ast.AST]) -> str:
+def _lines(nodes: Sequence[ast.AST]) -> str:
     return ", ".join(str(n.lineno) for n in nodes)  # type: ignore[attr-defined]
 
 
@@ -39,9 +39,10 @@ def repeated_statements(model: SourceModel) -> Iterator[Hit]:
             while start < len(block):
                 end = start + 1
                 first = facts[start]
-                while (first is not None and first.shape is not None and end < len(block)
-                       and facts[end] is not None and facts[end - 1].feeds(facts[end])  # type: ignore[union-attr]
-                       and facts[end].shape == first.shape):  # type: ignore[union-attr]
+                while first is not None and first.shape is not None and end < len(block):
+                    previous, current = facts[end - 1], facts[end]
+                    if previous is None or current is None or current.shape != first.shape or not previous.feeds(current):
+                        break
                     end += 1
                 if end - start > 1:
                     run = block[start:end]
@@ -55,9 +56,9 @@ def repeated_statements(model: SourceModel) -> Iterator[Hit]:
 class _Statement:
     """What TL101 reads of a simple statement, from one iterative walk (any depth of expression).
 
-    ``shape``: the statement with local names blanked, if it computes with torch, else ``None``;
-    consecutive statements of one shape where each ``feeds`` the next (``x = f(x)`` twice) are
-    what a loop would write once.
+    ``shape``: the statement with local names blanked, if it computes with torch (a torch call,
+    ``@``), else ``None``; consecutive statements of one shape where each ``feeds`` the next
+    (``x = f(x)`` twice) are what a loop would write once.
     """
 
     __slots__ = ("shape", "reads", "binds")
@@ -100,14 +101,15 @@ class _Statement:
             op = getattr(node, "op", None)
             if op is not None:
                 shape.append(type(op))
-            computes = computes or kind in _COMPUTES
+            computes = computes or (kind is ast.BinOp and type(op) is ast.MatMult)
             kids.reverse()
             todo += kids
         self.shape = tuple(shape) if computes else None
 
     def feeds(self, later: "_Statement") -> bool:
-        """Whether ``later`` reads a name this statement binds: the chain a loop would express."""
-        return not self.binds.isdisjoint(later.reads)
+        """Whether ``later`` rebinds a name this statement binds, reading it: ``x = f(x)`` again,
+        the recurrence a loop would express."""
+        return not (self.binds & later.binds).isdisjoint(later.reads)
 
 
 def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
@@ -125,9 +127,6 @@ def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
 
 _NESTED_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return)
-_COMPUTES = frozenset({ast.BinOp, ast.UnaryOp, ast.Subscript})
-
-
 # -- TL201: a tensor op in a while condition ---------------------------------------------------
 
 
@@ -158,7 +157,9 @@ def builtin_c_calls(model: SourceModel) -> Iterator[Hit]:
 
 
 def _calls_torch(model: SourceModel, call: ast.Call, cls: Optional[ModelClass]) -> bool:
-    for arg in call.args:
+    """Whether C code calls torch here: ``sum`` adds the values of its argument; ``map`` and
+    ``reduce`` call their first argument (the iterable is evaluated before, in Python)."""
+    for arg in call.args if dotted(call.func) == "sum" else call.args[:1]:
         if (model.qualified(arg) or "").startswith("torch."):
             return True
         for node in walk(arg.body if isinstance(arg, ast.Lambda) else arg, nested=True):
@@ -284,10 +285,10 @@ def shared_weights(model: SourceModel) -> Iterator[Hit]:
                 yield nodes[1], (f"weight `self.{attr}` is used at {len(nodes)} places (lines {_lines(nodes)}): "
                                  "separate layers, even though they share the weight")
         init = cls.methods.get("__init__")
-        for node in init.of_type(ast.Assign) if init else ():
-            if _ties_weights(node):
-                yield node, (f"tied weights `{model.code(node.targets[0])} = {model.code(node.value)}`: "
-                             "the modules that use them keep separate layers")
+        for assign in init.of_type(ast.Assign) if init else ():
+            if _ties_weights(assign):
+                yield assign, (f"tied weights `{model.code(assign.targets[0])} = {model.code(assign.value)}`: "
+                               "the modules that use them keep separate layers")
 
 
 #: Tensor attributes that read metadata, not values: no op.
@@ -365,7 +366,7 @@ def shared_modules(model: SourceModel) -> Iterator[Hit]:
                                     "passes from every parent")
 
 
-def _pairs(targets: list[ast.expr], value: Optional[ast.expr]) -> Iterator[tuple[ast.expr, Optional[ast.expr]]]:
+def _pairs(targets: Sequence[ast.expr], value: Optional[ast.expr]) -> Iterator[tuple[ast.expr, Optional[ast.expr]]]:
     """``(target, value)`` of an assignment, element by element for ``a, b = x, y``."""
     for target in targets:
         if (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
@@ -431,8 +432,10 @@ def buffer_data_assignment(model: SourceModel) -> Iterator[Hit]:
         for function in cls.methods.values():
             for node in function.of_type(ast.Assign):
                 for target in node.targets:
-                    name = self_attribute(target.value) if isinstance(target, ast.Attribute) else None
-                    if name in buffers and target.attr == "data":  # type: ignore[union-attr]
+                    if not isinstance(target, ast.Attribute) or target.attr != "data":
+                        continue
+                    name = self_attribute(target.value)
+                    if name in buffers:
                         yield target, (f"`self.{name}.data = ...` replaces registered buffer `{name}` in a way the "
                                        f"capture cannot record, so tracing raises; write `self.{name} = tensor` "
                                        f"or `self.{name}.copy_(tensor)`")
@@ -506,8 +509,10 @@ def _is_tensor(model: SourceModel, expr: ast.AST) -> bool:
             todo += [node.left, node.right]
         elif isinstance(node, ast.UnaryOp):
             todo.append(node.operand)
-        elif isinstance(node, ast.IfExp):
-            todo += [node.body, node.orelse]
+        elif isinstance(node, ast.IfExp):  # a tensor on every arm that is not None
+            arms = [arm for arm in (node.body, node.orelse) if not (isinstance(arm, ast.Constant) and arm.value is None)]
+            if arms and all(_is_tensor(model, arm) for arm in arms):
+                return True
         elif isinstance(node, ast.Subscript):
             todo.append(node.value)
     return False

@@ -340,6 +340,24 @@ QUIET = {
                 labels[i] = labels[i][inds]
                 return proposals, labels
         """),
+    "TL101 a chain of different names, and dict lookups (transformers musicflamingo, openfold)": ("TL101", """
+        def rotate(h, cos, dtype, table, letter, atoms):
+            h = h.to(dtype)
+            cos = cos.to(h)
+            name = table[letter]
+            names = atoms[name]
+            return h, cos, names
+        """),
+    "TL202 map over a builtin, a tensor method only in the iterable (openfold protein.py)": ("TL202", """
+        def parse(g):
+            return list(map(float, g[1].split()))
+        """),
+    "TL302 a number that is a tensor only under jit tracing (transformers clap)": ("TL302", """
+        class M(nn.Module):
+            def forward(self, x, res):
+                self.window = torch.min(torch.tensor(res)) if torch.jit.is_tracing() else min(res)
+                return x
+        """),
     "TL102 a helper without torch ops (torchvision roi_heads.py, maxvit.py)": ("TL102", """
         def out_shape(size, k):
             return (size[0] - k) // 2 + 1, (size[1] - k) // 2 + 1
@@ -380,7 +398,8 @@ LOUD = {
             def update(self, x):
                 self.memory = torch.tanh(x)
                 self.anchors = [a.to(x.dtype) for a in self.anchors]
-        """, [8, 9]),
+                self.mask = self.mask.to(x.dtype) if self.mask is not None else None
+        """, [8, 9, 10]),
     "TL105 one module under two parents outside exclusive arms": ("TL105", """
         class M(nn.Module):
             def __init__(self, flag):
@@ -415,6 +434,8 @@ def test_tl302_says_where_the_state_is_updated():
         "torchlens does not track it as model state; register it with `self.register_buffer(\"memory\", ...)`",
         "tensors kept in plain attribute `self.anchors` (a list) and updated in `update` (called from `forward`): "
         "torchlens does not track them as model state; register each with `self.register_buffer(name, tensor)`",
+        "tensor state kept in plain attribute `self.mask` and updated in `update` (called from `forward`): "
+        "torchlens does not track it as model state; register it with `self.register_buffer(\"mask\", ...)`",
     ]
 
 
