@@ -274,13 +274,15 @@ def _cycles(nodes: list[Function], edges: dict[Function, list[Function]]) -> Ite
 def shared_weights(model: SourceModel) -> Iterator[Hit]:
     for cls in model.model_classes():
         forward = cls.methods.get("forward")
-        uses: dict[str, list[ast.AST]] = defaultdict(list)
+        uses: dict[str, list[tuple[ast.AST, Arms]]] = defaultdict(list)
         looks = _looks(forward) if forward else set()
-        for node in forward.of_type(ast.Attribute) if forward else ():
+        params = cls.registered("params")
+        for node, arms in _expressions(forward.node) if forward else ():
             attr = self_attribute(node)
-            if attr in cls.params and id(node) not in looks:
-                uses[attr].append(node)
-        for attr, nodes in uses.items():
+            if attr in params and id(node) not in looks:
+                uses[attr].append((node, arms))
+        for attr, places in uses.items():
+            nodes = _together(sorted(places, key=lambda p: (p[0].lineno, p[0].col_offset)))  # type: ignore[attr-defined]
             if len(nodes) > 1:
                 yield nodes[1], (f"weight `self.{attr}` is used at {len(nodes)} places (lines {_lines(nodes)}): "
                                  "separate layers, even though they share the weight")
@@ -405,13 +407,39 @@ def _statements(function: ast.AST) -> Iterator[tuple[ast.stmt, Arms]]:
         todo.extend(reversed(inner))
 
 
+def _expressions(function: ast.AST) -> Iterator[tuple[ast.AST, Arms]]:
+    """Every expression node of a function with the exclusive arms it sits in: those of
+    ``if``/``else`` and ``match`` statements and of ``a if c else b`` expressions."""
+    for statement, arms in _statements(function):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if hasattr(statement, "body"):  # a compound statement: only its header; its body comes as statements
+            roots = [getattr(statement, f) for f in ("test", "iter", "target", "subject") if hasattr(statement, f)]
+            roots += [item.context_expr for item in getattr(statement, "items", [])]
+        else:
+            roots = [statement]
+        todo = [(root, arms) for root in roots]
+        while todo:
+            node, here = todo.pop()
+            yield node, here
+            if isinstance(node, ast.IfExp):
+                todo += [(node.test, here), (node.body, (*here, (id(node), 0))), (node.orelse, (*here, (id(node), 1)))]
+            else:
+                todo += [(child, here) for child in child_nodes(node) if not isinstance(child, _NESTED_DEFS + (ast.Lambda,))]
+
+
 def _together(places: list[tuple[ast.AST, Arms]]) -> list[ast.AST]:
-    """The places, in order, that run together on one path: none in another arm of an earlier one's branch."""
-    chosen: list[tuple[ast.AST, Arms]] = []
-    for node, arms in places:
-        if all(not _exclusive(arms, other) for _, other in chosen):
-            chosen.append((node, arms))
-    return [node for node, _ in chosen]
+    """The most places, in order, that run together on one path (none in another arm of a
+    branch another one is in): grown from each place in turn, the largest kept."""
+    best: list[int] = []
+    for seed in range(len(places)):
+        chosen = [seed]
+        for k, (_, arms) in enumerate(places):
+            if k != seed and all(not _exclusive(arms, places[c][1]) for c in chosen):
+                chosen.append(k)
+        if len(chosen) > len(best):
+            best = chosen
+    return [places[k][0] for k in sorted(best)]
 
 
 def _exclusive(a: Arms, b: Arms) -> bool:

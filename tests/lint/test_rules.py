@@ -385,6 +385,23 @@ QUIET = {
                     x = x + self.pos.unsqueeze(0)
                 return x
         """),
+    "TL104 a weight used in exclusive arms (timm fastvit.py, xcit.py)": ("TL104", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gamma = nn.Parameter(torch.ones(2))
+
+            def forward(self, x, fused):
+                if fused:
+                    x = x * self.gamma
+                else:
+                    x = torch.tanh(x) * self.gamma
+                return x
+
+        class N(M):
+            def forward(self, x, inplace):
+                return x.mul_(self.gamma) if inplace else x * self.gamma
+        """),
 }
 
 # And where the same facts must still find the problem.
@@ -411,6 +428,15 @@ LOUD = {
                 self.c = nn.Linear(2, 2)
                 self.d = self.c
         """, [8, 10]),
+    "TL104 a weight used twice in one arm": ("TL104", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gamma = nn.Parameter(torch.ones(2))
+
+            def forward(self, x, inplace):
+                return x.mul_(self.gamma) if inplace else x * self.gamma * self.gamma
+        """, [8]),
 }
 
 
