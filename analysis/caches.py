@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import weakref
 from types import CodeType
-from typing import Any, Callable, Generic, TypeVar
+from typing import Callable, Generic, Iterator, Optional, TypeVar
 
-__all__ = ["PerCode", "remember", "FILES_KEPT"]
+__all__ = ["PerCode", "PerType", "PerFile", "FILES_KEPT", "SOURCE_CHARS_KEPT"]
 
 #: How many source files the per-file caches (3.10 folds, prediction) keep, newest first.
 FILES_KEPT = 256
+#: How many characters of source they keep at most (about 50,000 lines: some 75 MB parsed).
+SOURCE_CHARS_KEPT = 2_000_000
 
 T = TypeVar("T")
 
@@ -43,10 +45,69 @@ class PerCode(Generic[T]):
         return len(self._entries)
 
 
-def remember(cache: dict[Any, T], key: object, value: T) -> T:
-    """Store ``cache[key] = value``, forgetting the oldest entries past :data:`FILES_KEPT`."""
-    cache.pop(key, None)
-    cache[key] = value
-    while len(cache) > FILES_KEPT:
-        del cache[next(iter(cache))]
-    return value
+class PerType(Generic[T]):
+    """A cache of one value per class, weakly keyed: a cached class can still be collected.
+
+    (``functools.lru_cache`` keyed by a class keeps every class it saw alive, and every
+    object its class attributes hold.)
+    """
+
+    __slots__ = ("_entries", "_build")
+
+    def __init__(self, build: Callable[[type], T]) -> None:
+        self._entries: "weakref.WeakKeyDictionary[type, T]" = weakref.WeakKeyDictionary()
+        self._build = build
+
+    def __call__(self, tp: type) -> T:
+        try:
+            return self._entries[tp]
+        except KeyError:
+            value = self._entries[tp] = self._build(tp)
+            return value
+
+    def clear(self) -> None:
+        """Forget every entry (what they were built from changed)."""
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class PerFile(Generic[T]):
+    """A cache of one value per source file, bounded by file count and by the source it holds.
+
+    A parsed file costs about 1.5 KB per source line, so the bound that matters is the size of
+    the sources: past :data:`FILES_KEPT` files or :data:`SOURCE_CHARS_KEPT` characters of source,
+    the oldest entries are forgotten (the newest is always kept).
+    """
+
+    __slots__ = ("_entries", "_chars")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[int, T]] = {}
+        self._chars = 0
+
+    def get(self, filename: str) -> Optional[T]:
+        """The value kept for ``filename``, if any."""
+        entry = self._entries.get(filename)
+        return None if entry is None else entry[1]
+
+    def remember(self, filename: str, value: T, chars: int) -> T:
+        """Keep ``value`` for ``filename``, whose source is ``chars`` characters long."""
+        old = self._entries.pop(filename, None)
+        self._chars += chars - (old[0] if old is not None else 0)
+        self._entries[filename] = (chars, value)
+        while len(self._entries) > 1 and (len(self._entries) > FILES_KEPT or self._chars > SOURCE_CHARS_KEPT):
+            self._chars -= self._entries.pop(next(iter(self._entries)))[0]
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    @property
+    def chars(self) -> int:
+        """How many characters of source the kept entries were built from."""
+        return self._chars

@@ -25,7 +25,7 @@ from types import CodeType
 from typing import Optional
 
 from .align import Instruction, align, compile_twice, instructions
-from .caches import PerCode, remember
+from .caches import PerCode, PerFile
 
 __all__ = ["fold_map"]
 
@@ -40,7 +40,7 @@ _CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD"
           "CALL_KW", "WITH_EXCEPT_START"}
 
 #: filename -> (source, {(co_firstlineno, co_name): [(real, fake code)]} or None, fake base line)
-_files: dict[str, tuple[str, Optional[dict], int]] = {}
+_files: PerFile[tuple[str, Optional[dict], int]] = PerFile()
 
 
 def _fold_map(code: CodeType) -> dict[int, int]:
@@ -64,7 +64,7 @@ def _module_index(filename: str) -> Optional[tuple[dict, int]]:
         return None
     cached = _files.get(filename)
     if cached is None or cached[0] != source:
-        cached = remember(_files, filename, (source, *_index(source, filename)))
+        cached = _files.remember(filename, (source, *_index(source, filename)), len(source))
     return None if cached[1] is None else (cached[1], cached[2])
 
 

@@ -30,12 +30,12 @@ from types import CodeType
 from typing import Callable, Optional, Sequence, Union
 
 from .align import instructions
-from .caches import FILES_KEPT, PerCode, remember
+from .caches import FILES_KEPT, PerCode, PerFile
 from .fold310 import fold_map
 
 PY311 = sys.version_info >= (3, 11)
 
-__all__ = ["CodeId", "Place", "HookMark", "Link", "code_id", "instruction_place", "collapse", "PerCode", "remember",
+__all__ = ["CodeId", "Place", "HookMark", "Link", "code_id", "instruction_place", "collapse", "PerCode", "PerFile",
            "FILES_KEPT", "PY311"]
 
 @dataclass(frozen=True, slots=True)

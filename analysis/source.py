@@ -25,7 +25,7 @@ from types import CodeType
 from typing import Optional
 
 from .align import align, compile_twice, walk_codes
-from .caches import remember
+from .caches import PerFile
 from .errors import SourceUnavailableError
 from .sites import Place, instruction_place
 
@@ -85,7 +85,7 @@ class SourceFile:
         return None
 
 
-_files: dict[str, SourceFile] = {}
+_files: PerFile[SourceFile] = PerFile()
 
 
 def source_of_code(code: CodeType) -> tuple[SourceFile, ast.AST]:
@@ -114,7 +114,7 @@ def source_file(filename: str) -> SourceFile:
         )
     cached = _files.get(filename)
     if cached is None or cached.text != text:
-        cached = remember(_files, filename, _build(filename, text))
+        cached = _files.remember(filename, _build(filename, text), len(text))
     return cached
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from torchlens.analysis.caches import PerType
 from torchlens.analysis.errors import ContainerFlattenError
 
 from .opaque import tensors_inside
@@ -135,7 +135,7 @@ class ContainerSpec:
 def register(tp: type, flatten: Callable, unflatten: Callable) -> None:
     """Record ``tp`` as a user container (validated by ``tl.types.register_container``)."""
     REGISTRY[tp] = (flatten, unflatten)
-    registered.cache_clear()
+    registered.clear()
 
 
 def flatten(value: Any) -> Flat:
@@ -185,10 +185,12 @@ def _container(kind: str, tp: Any, keys: tuple, children: tuple, data: Any = Non
                 all(c.reconstructable for c in children))
 
 
-@functools.lru_cache(maxsize=None)
-def registered(tp: type) -> Optional[tuple[Callable, Callable]]:
+def _registered(tp: type) -> Optional[tuple[Callable, Callable]]:
     """The ``(flatten, unflatten)`` registered for ``tp`` or its nearest base, if any."""
     return next((REGISTRY[base] for base in tp.__mro__ if base in REGISTRY), None)
+
+
+registered: PerType[Optional[tuple[Callable, Callable]]] = PerType(_registered)
 
 
 def resolve_type(tp: Any) -> Optional[type]:
@@ -206,10 +208,12 @@ def resolve_type(tp: Any) -> Optional[type]:
     return value if isinstance(value, type) else None
 
 
-@functools.lru_cache(maxsize=None)
-def _is_model_output(tp: type) -> bool:
+def _subclasses_model_output(tp: type) -> bool:
     """Whether ``tp`` subclasses ``transformers``' ``ModelOutput`` (without importing it)."""
     return any(c.__name__ == "ModelOutput" and c.__module__.startswith("transformers") for c in tp.__mro__)
+
+
+_is_model_output: PerType[bool] = PerType(_subclasses_model_output)
 
 
 class _Flattener:

@@ -2,7 +2,7 @@
 
 import gc
 
-from torchlens.analysis.sites import FILES_KEPT, PerCode, remember
+from torchlens.analysis.sites import FILES_KEPT, PerCode, PerFile
 
 
 def test_per_code_cache_forgets_code_that_died():
@@ -16,8 +16,9 @@ def test_per_code_cache_forgets_code_that_died():
 
 
 def test_per_file_cache_keeps_the_newest_files():
-    cache: dict = {}
+    cache: PerFile = PerFile()
     for k in range(FILES_KEPT + 10):
-        remember(cache, f"file{k}.py", k)
-    remember(cache, "file20.py", "again")
-    assert len(cache) == FILES_KEPT and "file0.py" not in cache and list(cache)[-1] == "file20.py"
+        cache.remember(f"file{k}.py", k, 1)
+    cache.remember("file20.py", "again", 1)
+    assert len(cache) == FILES_KEPT and cache.get("file0.py") is None and list(cache)[-1] == "file20.py"
+
