@@ -13,6 +13,7 @@ __all__ = [
     "TorchLensValueError",
     "CaptureThreadError",
     "BufferWriteError",
+    "UnsupportedForwardError",
     "TraceInvariantError",
     "ValidationError",
     "SourceUnavailableError",
@@ -50,6 +51,11 @@ class CaptureThreadError(TorchLensError, RuntimeError):
 
 class BufferWriteError(TorchLensError, RuntimeError):
     """A registered buffer changed in a way the capture cannot journal (``.data = t``)."""
+
+
+class UnsupportedForwardError(TorchLensError, RuntimeError):
+    """The forward pass does what a capture cannot record faithfully (a backward pass inside it,
+    a module compiled in place with ``module.compile()``)."""
 
 
 # -- traces ----------------------------------------------------------------------------------

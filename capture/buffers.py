@@ -26,6 +26,7 @@ from torch import nn
 from torchlens.analysis.errors import BufferWriteError
 
 from .record import RawOp
+from .walk import named_modules, named_tensors
 
 if TYPE_CHECKING:
     from .session import Capture
@@ -69,11 +70,11 @@ class BufferJournal:
 
     def __init__(self, capture: "Capture", model: nn.Module) -> None:
         self.capture = capture
-        modules = dict(model.named_modules())
+        modules = dict(named_modules(model))
         #: Address -> (owning module, attribute name); each tensor once, at its first address.
         self.owner: dict[str, tuple[nn.Module, str]] = {}
         self.current: dict[str, torch.Tensor] = {}
-        for address, tensor in model.named_buffers():
+        for address, tensor in named_tensors(model, "_buffers"):
             prefix, _, attr = address.rpartition(".")
             self.owner[address] = (modules[prefix], attr)
             self.current[address] = tensor

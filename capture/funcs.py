@@ -30,6 +30,17 @@ TRANSFORMS = (
     ("torch._functorch.eager_transforms", "grad_impl", "grad"),
     ("torch._functorch.eager_transforms", "grad_and_value_impl", "grad_and_value"),
 )
+#: Higher-order ops, which compile their function arguments with Dynamo, recorded as single
+#: boundary ops run with the capture's mode off the stack: (module, attribute, op name).
+HIGHER_ORDER = (
+    ("torch", "cond", "cond"),
+    ("torch", "while_loop", "while_loop"),
+    ("torch._higher_order_ops", "cond", "cond"),
+    ("torch._higher_order_ops", "while_loop", "while_loop"),
+    ("torch._higher_order_ops", "scan", "scan"),
+    ("torch._higher_order_ops", "associative_scan", "associative_scan"),
+    ("torch._higher_order_ops", "map", "map"),
+)
 
 
 class FuncInfo(NamedTuple):

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from torchlens.analysis.errors import CaptureThreadError
+from torchlens.analysis.errors import CaptureThreadError, UnsupportedForwardError
 from torchlens.analysis.sites import instruction_place
 
 from . import funcs
@@ -41,6 +41,7 @@ from .replay import GlobalState, RecordedCall, freeze, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
+from .walk import named_modules
 
 _Tensor = torch.Tensor
 _CALL_IMPL = nn.Module._call_impl.__code__
@@ -117,7 +118,16 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Per stage, the one-shot call that removes what it put in place (set by :meth:`plan`).
         self.undo: tuple[Callable[[], Any], ...] = ()
         self.roles: dict[int, int] = dict(_ROLES)
-        for name, module in model.named_modules():
+        #: ``torch.compile``'s module wrapper class, once Dynamo is loaded.
+        self.compiled = _compiled_module_type()
+        for name, module in named_modules(model):
+            if getattr(module, "_compiled_call_impl", None) is not None:
+                raise UnsupportedForwardError(
+                    f"module `{name or 'self'}` ({type(module).__name__}) was compiled in place with "
+                    ".compile(): its calls run Dynamo's code, not its Python, so torchlens cannot "
+                    "record them; trace it before compiling it, or compile with torch.compile(module), "
+                    "whose wrapper torchlens looks through"
+                )
             self.addresses[id(module)] = name or "self"
             prefix = name + "." if name else ""
             for param_name, param in module._parameters.items():
@@ -400,6 +410,8 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run one module call as a numbered call of that module, in its own scope."""
+        if self.compiled is not None and type(module) is self.compiled:  # torch.compile(m): run m
+            return self.call_module(module._orig_mod, args, kwargs)
         if threading.get_ident() != self.thread:
             if id(module) not in self.module_index:
                 return _CALL_IMPL_FUNC(module, *args, **kwargs)  # not the traced model's: untouched
@@ -436,17 +448,36 @@ class Capture(LeavesStack, TorchFunctionMode):
             record_module_call(self, call, args, kwargs, out)
         return out
 
-    def run_transform(self, name: str, impl: Callable, args: tuple, kwargs: dict, frame) -> Any:
-        """Run a ``torch.func`` transform as one boundary op; nothing inside is recorded."""
+    def run_transform(self, name: str, impl: Callable, args: tuple, kwargs: dict, frame,
+                      off_stack: bool = False) -> Any:
+        """Run a ``torch.func`` transform or a higher-order op as one boundary op; nothing inside
+        is recorded. ``off_stack`` runs it with the capture's mode off the mode stack (Dynamo,
+        which higher-order ops call, would otherwise trace the mode's own code)."""
         if self.suspended:
             return impl(*args, **kwargs)
         self.suspended += 1
+        lifted = False
         try:
+            if off_stack and _mode_depth() and _mode_at(_mode_depth() - 1) is self:
+                lifted = _pop_mode() is self
             out = impl(*args, **kwargs)
         finally:
             self.suspended -= 1
+            if lifted:
+                _push_mode(self)
         self._record(impl, name, args, kwargs, out, frame)
         return out
+
+    def refuse_backward(self, run_backward: Callable, args: tuple, kwargs: dict) -> Any:
+        """torch's autograd engine entry: a backward pass inside the forward pass is refused."""
+        if threading.get_ident() != self.thread or self.suspended:
+            return run_backward(*args, **kwargs)
+        raise UnsupportedForwardError(
+            "the forward pass runs a backward pass (torch.autograd.grad or .backward()) while "
+            "torchlens traces it: its gradient ops would be recorded apart from the ops they come "
+            "from; trace the model without the gradient step (or wrap it in torch.func.grad, "
+            "which is recorded as one op)"
+        )
 
     def reassign_buffer(self, module: nn.Module, name: str, value: Any, frame) -> None:
         """Journal ``module.name = value`` for a registered buffer, keyed by where it was written."""
@@ -497,10 +528,17 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.patches.plan(nn.Module, "_call_impl", _call_impl)
         for dunder, name in funcs.REFLECTED.items():
             self.patches.plan(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
-        for module_name, attr, name in funcs.TRANSFORMS:
-            module = sys.modules.get(module_name)
-            if module is not None and hasattr(module, attr):
-                self.patches.plan(module, attr, self._transform(name, getattr(module, attr)))
+        for table, off_stack in ((funcs.TRANSFORMS, False), (funcs.HIGHER_ORDER, True)):
+            for module_name, attr, name in table:
+                module = sys.modules.get(module_name)
+                if module is not None and hasattr(module, attr):
+                    self.patches.plan(module, attr, self._transform(name, getattr(module, attr), off_stack))
+        run_backward = torch.autograd._engine_run_backward
+
+        def _engine_run_backward(*args, **kwargs):
+            return capture.refuse_backward(run_backward, args, kwargs)
+
+        self.patches.plan(torch.autograd, "_engine_run_backward", _engine_run_backward)
         install = [
             *self.patches.install(),
             step(_BUFFER_HOOKS.__setitem__, self, self._buffer_hook),
@@ -553,13 +591,13 @@ class Capture(LeavesStack, TorchFunctionMode):
 
         return reflected
 
-    def _transform(self, name: str, impl: Callable) -> Callable:
+    def _transform(self, name: str, impl: Callable, off_stack: bool) -> Callable:
         capture = self
 
         def transform(*args, **kwargs):
             if threading.get_ident() != capture.thread:
                 return impl(*args, **kwargs)
-            return capture.run_transform(name, impl, args, kwargs, sys._getframe(1))
+            return capture.run_transform(name, impl, args, kwargs, sys._getframe(1), off_stack)
 
         return transform
 
@@ -612,6 +650,21 @@ def drop(op: RawOp) -> None:
     """Forget an op's output, keeping what users read of it without the tensor."""
     op.meta = op.meta or meta_of(op.out)
     op.out = None
+
+
+def _compiled_module_type() -> Optional[type]:
+    """``torch.compile``'s ``OptimizedModule``, if Dynamo is loaded (no compiled module otherwise)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(eval_frame, "OptimizedModule", None)
+
+
+def uncompiled(model: nn.Module) -> nn.Module:
+    """The module ``torch.compile(model)`` wraps (``model`` itself when it is not such a wrapper):
+    its Python is what a capture records."""
+    compiled = _compiled_module_type()
+    while compiled is not None and type(model) is compiled:
+        model = model._orig_mod
+    return model
 
 
 def _pop_own_mode(mode: Capture, bound: int = 8) -> Iterator[Step]:

@@ -23,6 +23,7 @@ from torch import nn
 from .buffers import storage_key
 from .record import RawCapture, meta_of
 from .replay import RecordedCall, settle_call, substitute
+from .walk import named_modules, named_tensors
 
 #: Module attributes that are not the model's plain tensor state (parameters, buffers and
 #: children are read through their own accessors).
@@ -31,8 +32,9 @@ _REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
 
 def state_storages(model: nn.Module, inputs: Iterable[torch.Tensor]) -> set[int]:
     """Storages someone other than a trace can still write: the model's and the caller's."""
-    tensors = [*model.parameters(), *model.buffers(), *inputs]
-    for module in model.modules():
+    tensors = [*(t for _, t in named_tensors(model, "_parameters")), *(t for _, t in named_tensors(model, "_buffers")),
+               *inputs]
+    for _, module in named_modules(model):
         for name, value in vars(module).items():
             if name not in _REGISTRIES:
                 tensors.extend(_tensors_in(value))

@@ -9,7 +9,8 @@ from torch import nn
 
 from torchlens.analysis.arguments import check_bool, check_instance
 from torchlens.capture.record import RawCapture
-from torchlens.capture.session import capture_forward
+from torchlens.capture.session import capture_forward, uncompiled
+from torchlens.capture.walk import named_tensors
 
 from .containers import ContainerRecords
 from .errors import CaptureThreadError
@@ -37,6 +38,7 @@ def trace(
     trace's ``prediction`` is the comparison report (``trace.prediction.ok``).
     """
     options = _validate(model, forward_kwargs, capture, check_prediction)
+    model = uncompiled(model)  # torch.compile(model): the Python of the model it wraps
     if check_prediction:
         from .predict import predict
 
@@ -54,7 +56,7 @@ def cook(model: nn.Module, raw: RawCapture, options: CaptureOptions, forward_kwa
     layers, ops, modules, buffers = group(raw)
     params = {
         name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
-        for name, p in model.named_parameters()
+        for name, p in named_tensors(model, "_parameters")
     }
     return Trace(
         tuple(layers), tuple(ops), modules, params,

@@ -22,6 +22,7 @@ from torchlens.analysis.errors import (
     TorchLensValueError,
     TraceFileError,
     TraceInvariantError,
+    UnsupportedForwardError,
     ValidationError,
     __all__,
 )
