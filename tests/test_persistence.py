@@ -112,7 +112,7 @@ def test_registered_container_types_are_named_when_missing(tmp_path):
     trace = tl.trace(Returns(lambda a, b: {"box": PairBox(a, b)}), torch.randn(3), capture=STRUCTURE)
     data = dumps(trace)
     saved = REGISTRY.pop(PairBox)
-    registered.cache_clear()
+    registered.clear()
     try:
         loaded = loads(data)
         assert loaded == trace
@@ -120,7 +120,7 @@ def test_registered_container_types_are_named_when_missing(tmp_path):
             loaded.reconstruct_output()
     finally:
         REGISTRY[PairBox] = saved
-        registered.cache_clear()
+        registered.clear()
     rebuilt = loads(data).reconstruct_output()["box"]
     assert isinstance(rebuilt, PairBox) and torch.equal(rebuilt.right, trace.reconstruct_output()["box"].right)
 
