@@ -376,7 +376,10 @@ class Interpreter:
         why = getattr(fn, "why", "") or "call to an unknown value"
         if isinstance(fn, Opaque) and fn.kind is Nature.ANY:  # may be a tensor method: ops unplaced
             self.gap(f"call of a value the prediction lost track of ({why}){self.where()}")
-        return self.opaque_call(fn, args, kwargs, why)
+        result = self.opaque_call(fn, args, kwargs, why)
+        if isinstance(fn, Opaque) and fn.kind is Nature.NUMBER:  # a method of a number gives no tensor
+            return Opaque(why, Nature.NUMBER)
+        return result
 
     def opaque_call(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value], why: str) -> Opaque:
         """A call the run cannot follow: a gap if tensors go in."""
@@ -1730,6 +1733,9 @@ class Interpreter:
             return None
         subject = args[0]
         kind = type_of(subject, self.host.tensor_type)
+        if isinstance(subject, Opaque) and subject.kind is Nature.NUMBER and isinstance(classes, type) \
+                and issubclass(classes, self.host.tensor_type):
+            return FALSE  # known not to be a tensor
         if kind is None:
             if isinstance(subject, Union):
                 answers = {self.b_isinstance([o, args[1]], {}).obj for o in subject.options  # type: ignore[union-attr]

@@ -310,4 +310,6 @@ def element_of(source: Value) -> Value:
     """An item of an iterable whose items cannot be listed."""
     if isinstance(source, (Tensor, TensorTuple)):
         return Tensor()
+    if isinstance(source, Opaque) and source.kind is Nature.NUMBER:  # a size's dimensions
+        return Opaque(f"an item of {source.why}", Nature.NUMBER)
     return Opaque("an item of an unknown iterable")
