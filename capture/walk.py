@@ -19,16 +19,16 @@ def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """``model.named_modules()``: the model first (address ``""``), then its children, depth first."""
     seen: set[int] = set()
     found: list[tuple[str, nn.Module]] = []
-    todo: list[tuple[str, nn.Module]] = [("", model)]
-    while todo:
-        name, module = todo.pop()
-        if id(module) in seen:
-            continue
+
+    def visit(name: str, module: nn.Module) -> None:
         seen.add(id(module))
         found.append((name, module))
         prefix = name + "." if name else ""
-        children = [(prefix + child_name, child) for child_name, child in module._modules.items() if child is not None]
-        todo.extend(reversed(children))
+        for child_name, child in module._modules.items():
+            if child is not None and id(child) not in seen:
+                visit(prefix + child_name, child)
+
+    visit("", model)
     return found
 
 
