@@ -50,6 +50,52 @@ class RecordedCall:
     sources: list[int]
     #: Tensor argument position -> its value when read, for the aliased reads above.
     snapshots: dict
+    #: Index into ``GlobalState.modes`` of the modes the call ran under.
+    modes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Modes:
+    """The global modes a torch call ran under: autocast, grad mode, default dtype."""
+
+    #: ``(device type, enabled, dtype)`` of autocast per device type.
+    autocast: tuple[tuple[str, bool, torch.dtype], ...]
+    grad_enabled: bool
+    default_dtype: torch.dtype
+
+    @classmethod
+    def now(cls) -> "Modes":
+        """The current modes."""
+        autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
+        return cls(autocast, torch.is_grad_enabled(), torch.get_default_dtype())
+
+    def apply(self) -> None:
+        """Make these the current modes."""
+        for device, enabled, dtype in self.autocast:
+            torch.set_autocast_enabled(device, enabled)
+            torch.set_autocast_dtype(device, dtype)
+        torch.set_grad_enabled(self.grad_enabled)
+        torch.set_default_dtype(self.default_dtype)
+
+
+class ModesJournal:
+    """The modes a capture's calls ran under, each distinct one once (``RecordedCall.modes``)."""
+
+    def __init__(self) -> None:
+        self.table: dict[Modes, int] = {}
+        #: Index of the current modes.
+        self.index = self.intern(Modes.now())
+
+    def intern(self, modes: Modes) -> int:
+        return self.table.setdefault(modes, len(self.table))
+
+    def changed(self) -> None:
+        """A mode setter ran: note the modes now in force."""
+        self.index = self.intern(Modes.now())
+
+    @property
+    def modes(self) -> tuple[Modes, ...]:
+        return tuple(self.table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,21 +106,20 @@ class GlobalState:
     rng: torch.Tensor
     #: The CUDA random states, when CUDA was initialised (else ``None``).
     cuda_rng: Optional[tuple]
-    #: ``(device type, enabled, dtype)`` of autocast per device type.
-    autocast: tuple[tuple[str, bool, torch.dtype], ...]
-    grad_enabled: bool
-    default_dtype: torch.dtype
+    #: Every distinct :class:`Modes` the forward pass's calls ran under, the starting ones first
+    #: (``RecordedCall.modes`` indexes it).
+    modes: tuple[Modes, ...]
 
     @classmethod
     def now(cls) -> "GlobalState":
         """The current state."""
         cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_initialized() else None
-        autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
-        return cls(torch.get_rng_state(), cuda, autocast, torch.is_grad_enabled(), torch.get_default_dtype())
+        return cls(torch.get_rng_state(), cuda, (Modes.now(),))
 
     @contextlib.contextmanager
     def restored(self) -> Iterator[None]:
-        """Run the block under this state; put the state found before back afterwards."""
+        """Run the block under this state's starting modes and random state; put back the
+        state found before afterwards."""
         before = GlobalState.now()
         try:
             GlobalState._apply(self)
@@ -87,11 +132,7 @@ class GlobalState:
         torch.set_rng_state(state.rng)
         if state.cuda_rng is not None and torch.cuda.is_initialized():
             torch.cuda.set_rng_state_all(list(state.cuda_rng))
-        for device, enabled, dtype in state.autocast:
-            torch.set_autocast_enabled(device, enabled)
-            torch.set_autocast_dtype(device, dtype)
-        torch.set_grad_enabled(state.grad_enabled)
-        torch.set_default_dtype(state.default_dtype)
+        state.modes[0].apply()
 
 
 def freeze(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -102,7 +143,10 @@ def freeze(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
             args = tuple(list(v) if type(v) is list else v for v in args)
             break
     if kwargs:
-        kwargs = {k: list(v) if type(v) is list else v for k, v in kwargs.items()}
+        for value in kwargs.values():
+            if type(value) is list:
+                kwargs = {k: list(v) if type(v) is list else v for k, v in kwargs.items()}
+                break
     return args, kwargs
 
 

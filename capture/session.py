@@ -16,6 +16,7 @@ builds a raw tuple of ints, and one dict lookup to turn it into a chain id.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import weakref
@@ -37,7 +38,7 @@ from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
 from .patches import Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, RawCall, RawCapture, RawModule, RawOp, meta_of
-from .replay import GlobalState, RecordedCall, freeze, tensor_args
+from .replay import GlobalState, ModesJournal, RecordedCall, freeze, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -53,6 +54,10 @@ _push_mode = torch._C._push_on_torch_function_stack
 _pop_mode = torch._C._pop_torch_function_stack
 _mode_depth = torch._C._len_torch_function_stack
 _mode_at = torch._C._get_function_stack_at
+#: The setters of the global modes a replay restores per call (``torch.autocast``, ``no_grad``
+#: and ``enable_grad`` go through them): (owner, attribute).
+_MODE_SETTERS = ((torch, "set_autocast_enabled"), (torch, "set_autocast_dtype"), (torch._C, "_set_grad_enabled"),
+                 (torch, "set_default_dtype"))
 #: torch's own Python callables whose checks dispatch to the mode.
 _CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
 
@@ -135,6 +140,8 @@ class Capture(LeavesStack, TorchFunctionMode):
                     self.param_names[id(param)] = prefix + param_name
             self._module(module)
         self.buffers = BufferJournal(self, model)
+        #: The autocast, grad and default-dtype modes each recorded call runs under.
+        self.modes = ModesJournal()
         #: Set by :func:`capture_forward` once the inputs are known.
         self.ownership: Ownership
         self.guard = WorkerGuard(self.owns)
@@ -232,7 +239,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         parents = [s if s >= 0 else -s - 2 for s in sources if s != -1]
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
-        replay = (RecordedCall(func, *freeze(args, kwargs), sources, self._alias_snapshots(args, kwargs, sources))
+        replay = (RecordedCall(func, *freeze(args, kwargs), sources, self._alias_snapshots(args, kwargs, sources),
+                               self.modes.index)
                   if self.keep_all else None)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
@@ -526,6 +534,8 @@ class Capture(LeavesStack, TorchFunctionMode):
             return capture.call_module(module, args, kwargs)
 
         self.patches.plan(nn.Module, "_call_impl", _call_impl)
+        for owner, setter in _MODE_SETTERS:
+            self.patches.plan(owner, setter, self._mode_setter(getattr(owner, setter)))
         for dunder, name in funcs.REFLECTED.items():
             self.patches.plan(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
         for table, off_stack in ((funcs.TRANSFORMS, False), (funcs.HIGHER_ORDER, True)):
@@ -576,6 +586,17 @@ class Capture(LeavesStack, TorchFunctionMode):
             return
         if name in module._buffers and not self.suspended:
             self.reassign_buffer(module, name, value, sys._getframe(1))
+
+    def _mode_setter(self, setter: Callable) -> Callable:
+        journal, thread = self.modes, self.thread
+
+        def set_mode(*args: Any, **kwargs: Any) -> Any:
+            result = setter(*args, **kwargs)
+            if threading.get_ident() == thread:  # grad mode is per thread
+                journal.changed()
+            return result
+
+        return set_mode
 
     def _reflected(self, method: Callable, name: str) -> Callable:
         capture = self
@@ -636,6 +657,7 @@ def capture_forward(
     if capture.guard.refusal is not None:
         raise capture.guard.refusal
     record_output(capture, output, keep_values=capture.keep_all)
+    capture.raw.state = dataclasses.replace(capture.raw.state, modes=capture.modes.modes)
     capture.raw.buffer_values = capture.buffers.finish()
     capture.ownership.settle(capture.raw, replayable=capture.keep_all)
     if not capture.keep_all:

@@ -15,6 +15,7 @@ Intermediate tensors only the trace still refers to are kept as they are, uncopi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Iterable, Optional
 
 import torch
@@ -160,4 +161,4 @@ def _frozen(call: RecordedCall, key: int, copy: Callable[[torch.Tensor], torch.T
         return copy(tensor) if hit else tensor
 
     args, kwargs = substitute(call.args, call.kwargs, freeze)
-    return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots)
+    return replace(call, args=args, kwargs=kwargs)

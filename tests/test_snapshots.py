@@ -178,3 +178,38 @@ def test_the_trace_holds_no_model_state():
     held += [b.initial_value for b in trace.buffers.values()] + [b.final_value for b in trace.buffers.values()]
     held += [t for op in trace.ops if op._replay is not None for t in op._replay.args if isinstance(t, torch.Tensor)]
     assert all(t.untyped_storage().data_ptr() not in state for t in held)
+
+
+class AutocastInside(nn.Module):
+    """Turns autocast on for one op and off again (as rotary embeddings do inside an autocast
+    region), and changes grad mode and the default dtype for others."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = self.lin(x)
+        with torch.no_grad():
+            g = h.float() * 2
+        torch.set_default_dtype(torch.float64)
+        try:
+            z = torch.zeros(4) + g.double()
+        finally:
+            torch.set_default_dtype(torch.float32)
+        return self.lin(x) + z.float()
+
+
+def test_replay_runs_each_call_under_the_modes_it_ran_under():
+    torch.manual_seed(0)
+    trace = tl.trace(AutocastInside(), torch.randn(2, 4))
+    assert trace["linear_1:1"].out.dtype == torch.bfloat16 and trace["linear_1:2"].out.dtype == torch.float32
+    assert trace["zeros_1:1"].out.dtype == torch.float64
+    report = trace.validate_forward_pass(strict=True)
+    assert report.ok and not torch.is_autocast_enabled("cpu") and torch.get_default_dtype() == torch.float32
+    edited = trace.do({"input_1": torch.ones(2, 4)})
+    assert edited["linear_1:1"].out.dtype == torch.bfloat16 and edited["zeros_1:1"].out.dtype == torch.float64
+    from torchlens.persistence import dumps, loads
+
+    assert loads(dumps(trace)).validate_forward_pass(strict=True).ok

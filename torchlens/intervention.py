@@ -32,10 +32,10 @@ from torchlens.capture.snapshots import snapshot
 from .buffers import Buffer
 from .containers import ContainerRecords
 from .errors import BufferThreadGapError, BufferThreadGapWarning, InterventionError
+from .records import Layer, Op
 from .replay import Reexecution
 
 if TYPE_CHECKING:
-    from .records import Op
     from .trace import Trace
 
 
@@ -55,7 +55,7 @@ def intervene(trace: "Trace", edits: Mapping[str, Any], strict: bool = False) ->
     edited = {position[_target(trace, key).label]: edit for key, edit in edits.items()}
     for i, edit in edited.items():
         values[i] = _edited_value(trace.ops[i], edit)
-    with trace._state.restored(), torch.no_grad():
+    with trace._state.restored():
         gaps = _Cone(trace, values, set(edited)).run()
     if gaps:
         message = (
@@ -72,10 +72,9 @@ def intervene(trace: "Trace", edits: Mapping[str, Any], strict: bool = False) ->
 def _target(trace: "Trace", key: Any) -> "Op":
     """The op an edit names: a pass label, a single-pass layer label or a buffer version."""
     found = trace[key]
-    ops = getattr(found, "ops", None)
-    if isinstance(ops, tuple) and len(ops) == 1:
-        found = ops[0]
-    if not hasattr(found, "pass_num"):
+    if isinstance(found, Layer) and found.num_passes == 1:
+        found = found.ops[0]
+    if not isinstance(found, Op):
         raise InterventionError(
             f"trace.do: {key!r} is not one op; name a pass (tanh_1:2), a single-pass layer or a "
             "buffer version (bn.running_mean:2)"

@@ -39,7 +39,7 @@ from torchlens.capture.containers import (
     CONST, CUSTOM, DICT, LEAF, ContainerSpec, Node, RawContainer, TypeRef, Unsaved,
 )
 from torchlens.capture.gradients import Gradients
-from torchlens.capture.replay import PRODUCED, GlobalState, RecordedCall
+from torchlens.capture.replay import PRODUCED, GlobalState, Modes, RecordedCall
 
 from .buffers import Buffer
 from .containers import ContainerRecords
@@ -268,9 +268,8 @@ class _Writer:
         return {
             "rng": self.tensor(state.rng),
             "cuda_rng": None if state.cuda_rng is None else [self.tensor(t) for t in state.cuda_rng],
-            "autocast": [[d, e, _dtype_name(t)] for d, e, t in state.autocast],
-            "grad_enabled": state.grad_enabled,
-            "default_dtype": _dtype_name(state.default_dtype),
+            "modes": [[[[d, e, _dtype_name(t)] for d, e, t in m.autocast], m.grad_enabled, _dtype_name(m.default_dtype)]
+                      for m in state.modes],
         }
 
     def layer(self, layer: Layer) -> dict:
@@ -307,6 +306,7 @@ class _Writer:
                     "func": _func_ref(call.func), "args": self.value(call.args), "kwargs": self.value(call.kwargs),
                     "sources": list(call.sources),
                     "snapshots": [[k, self.tensor(t)] for k, t in call.snapshots.items()],
+                    "modes": call.modes,
                 }
                 self.calls.append(encoded)
                 self.call_refs[id(call)] = len(self.calls) - 1
@@ -435,7 +435,7 @@ def _builtin_type(tp: type) -> bool:
 def _func_ref(func: Callable) -> list:
     """Where a torch callable lives in torch's namespace, checked to lead back to it."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
-        name = getattr(func.__self__, "__name__", "")
+        name = getattr(getattr(func, "__self__", None), "__name__", "")
         if _getter(name) == func:
             return ["getter", name]
         raise _Unencodable("property getter")
@@ -525,10 +525,14 @@ class _Reader:
         if record is None:
             return None
         cuda = record["cuda_rng"]
+        modes = tuple(
+            Modes(tuple((d, bool(e), _dtype(t)) for d, e, t in autocast), bool(grad), _dtype(dtype))
+            for autocast, grad, dtype in record["modes"]
+        )
+        if not modes:
+            raise ValueError("the global state names no modes")
         return GlobalState(
-            self.tensors[record["rng"]], None if cuda is None else tuple(self.tensors[r] for r in cuda),
-            tuple((d, bool(e), _dtype(t)) for d, e, t in record["autocast"]), bool(record["grad_enabled"]),
-            _dtype(record["default_dtype"]),
+            self.tensors[record["rng"]], None if cuda is None else tuple(self.tensors[r] for r in cuda), modes,
         )
 
     def layer(self, record: dict, ops: tuple[Op, ...]) -> Layer:
@@ -554,7 +558,7 @@ class _Reader:
         kind, name = record["func"]
         func = _getter(name) if kind == "getter" else _torch_object(name)
         return RecordedCall(func, self.value(record["args"]), self.value(record["kwargs"]), list(record["sources"]),
-                            {k: self.tensors[ref] for k, ref in record["snapshots"]})
+                            {k: self.tensors[ref] for k, ref in record["snapshots"]}, int(record["modes"]))
 
     def module(self, record: dict) -> Module:
         calls = tuple(ModuleCall(label, module, index, parent, tuple(inputs), tuple(outputs), tuple(ops))

@@ -34,6 +34,10 @@ class Reexecution:
         self.values = values
         #: ``id(recorded call)`` -> (its result, op index -> the copy a writing call wrote).
         self.results: dict[int, tuple[Any, dict[int, torch.Tensor]]] = {}
+        #: The modes each call ran under (autocast, grad mode, default dtype), and which of
+        #: them are in force now (the starting ones, set by ``GlobalState.restored``).
+        self.modes = trace._state.modes if trace._state is not None else ()
+        self.applied = 0
 
     def parent(self, op: "Op") -> int:
         """Index of the op's first parent (an output's producer, a version's writer), or -1."""
@@ -65,6 +69,9 @@ class Reexecution:
                 return value
 
             args, kwargs = substitute(call.args, call.kwargs, replace)
+            if call.modes != self.applied:
+                self.modes[call.modes].apply()
+                self.applied = call.modes
             result = call.func(*args, **kwargs)
             if result is None and writes:
                 result = args[0]

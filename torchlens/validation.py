@@ -57,7 +57,7 @@ def validate_forward_pass(trace: "Trace", strict: bool = False) -> ValidationRep
             f"captured with CaptureOptions(save={trace.options.capture.save!r}): trace again with "
             "the default save=\"all\""
         )
-    with trace._state.restored(), torch.no_grad():
+    with trace._state.restored():
         report = _Replay(trace).run()
     if strict and not report.ok:
         raise ValidationError(str(report))
