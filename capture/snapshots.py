@@ -31,10 +31,11 @@ from .walk import named_modules, named_tensors
 _REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
 
 
-def state_storages(model: nn.Module, inputs: Iterable[torch.Tensor]) -> set[int]:
-    """Storages someone other than a trace can still write: the model's and the caller's."""
-    tensors = [*(t for _, t in named_tensors(model, "_parameters")), *(t for _, t in named_tensors(model, "_buffers")),
-               *inputs]
+def state_storages(model: nn.Module, inputs: Iterable[torch.Tensor], buffers: bool = True) -> set[int]:
+    """Storages someone other than a trace can still write: the model's and the caller's
+    (without the registered buffers when ``buffers`` is false)."""
+    tensors = [*(t for _, t in named_tensors(model, "_parameters")),
+               *((t for _, t in named_tensors(model, "_buffers")) if buffers else ()), *inputs]
     for _, module in named_modules(model):
         for name, value in vars(module).items():
             if name not in _REGISTRIES:
@@ -67,8 +68,13 @@ class Ownership:
     def __init__(self, model: nn.Module, inputs: Iterable[torch.Tensor]) -> None:
         self.model = model
         #: Storages of the model state and the inputs as the forward pass starts.
-        self.state = state_storages(model, inputs)
         self.inputs = list(inputs)
+        self.state = state_storages(model, self.inputs)
+        #: The same without registered buffers: the storages a call can read as a plain tensor
+        #: (a buffer is read through its journaled versions), so :meth:`before_write` looks.
+        self.readable = state_storages(model, self.inputs, buffers=False)
+        #: Storage -> how many recorded ops :meth:`before_write` has looked through for it.
+        self._scanned: dict[int, int] = {}
         self._copies: dict[int, torch.Tensor] = {}
         #: The tensor an in-place op is about to write (model state) and its value before.
         self._pending: Optional[tuple[torch.Tensor, torch.Tensor]] = None
@@ -89,7 +95,7 @@ class Ownership:
         parameter updated inside ``forward``, e.g. an EMA), copy the reads of it that replays
         keep, and, for an ``inplace`` op, its value for the writing call (:meth:`after_write`)."""
         self._pending = None
-        if key not in self.state:
+        if key not in self.readable:
             return
         if inplace:
             self._pending = (target, snapshot(target))
@@ -102,9 +108,11 @@ class Ownership:
                 self._copies[id(copies[id(tensor)])] = copies[id(tensor)]
             return copies[id(tensor)]
 
-        for op in raw.ops:
+        # Reads before the last write to this storage were copied then: look at the newer ops.
+        start, self._scanned[key] = self._scanned.get(key, 0), len(raw.ops)
+        for op in raw.ops[start:]:
             call = op.replay
-            if call is not None and any(_reads(call, key)):
+            if call is not None and -1 in call.sources and any(_reads(call, key)):
                 op.replay = _frozen(call, key, copy)
 
     def after_write(self, raw: RawCapture, writer: int) -> None:
