@@ -77,7 +77,3 @@ class Patches:
     def undo(self) -> Iterable[Step]:
         """The steps that put every original back (patches set later included)."""
         return chain(self._undo_set, self._undo_del)
-
-    def targets(self) -> list[tuple[Any, str]]:
-        """``(owner, name)`` of every patch, planned or set."""
-        return [(p.args[0], p.args[1]) for p in (*self._undo_set, *self._undo_del)]
