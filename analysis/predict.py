@@ -30,8 +30,7 @@ from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
 from .values import Instance, Tensor, Value
 
-__all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "predict_target",
-           "abstract_inputs"]
+__all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "abstract_inputs"]
 
 
 def predict_function(fn: Callable, *args: Any, host: Host, max_seconds: float = MAX_SECONDS,
@@ -71,12 +70,10 @@ def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_
     return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False)
 
 
-def predict_source(path: str, class_name: str, *args: Any, host: Optional[Host] = None,
-                   **kwargs: Any) -> Prediction:
+def predict_source(path: str, class_name: str, *args: Any, host: Host, **kwargs: Any) -> Prediction:
     """Predict class ``class_name`` of the file at ``path`` (imported to resolve its names).
 
-    ``host`` defaults to torch's (:class:`torchlens.predict.TorchHost`, imported lazily so
-    this module stays torch-free).
+    ``host`` says what an op is (torch's is :class:`torchlens.torch_host.TorchHost`).
     """
     file = Path(path)
     if not file.is_file():
@@ -91,27 +88,7 @@ def predict_source(path: str, class_name: str, *args: Any, host: Optional[Host] 
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type):
         raise PredictionError(f"{path} defines no class {class_name!r}")
-    if host is None:
-        host = importlib.import_module("torchlens.predict").TorchHost(None)
     return predict_class(cls, *args, host=host, **kwargs)
-
-
-def predict_target(target: str) -> Prediction:
-    """Predict ``FILE:CLASS`` (``models/rnn.py:Seq2Seq``) or ``MODULE:CLASS`` (``pkg.models:Seq2Seq``)."""
-    where, sep, class_name = target.rpartition(":")
-    if not sep or not where or not class_name:
-        raise PredictionError(f"{target!r}: name a file or module and a class, as models/rnn.py:Seq2Seq")
-    if where.endswith(".py") or Path(where).is_file():
-        return predict_source(where, class_name)
-    try:
-        module = importlib.import_module(where)
-    except ImportError as error:
-        raise SourceUnavailableError(f"cannot import module {where!r}: {error}") from None
-    cls = getattr(module, class_name, None)
-    if not isinstance(cls, type):
-        raise PredictionError(f"module {where} defines no class {class_name!r}")
-    host = importlib.import_module("torchlens.predict").TorchHost(None)
-    return predict_class(cls, host=host)
 
 
 def abstract_inputs(run: Interpreter, forward: Any, args: tuple, kwargs: dict,

@@ -18,18 +18,15 @@ A buffer read or write is not a compute op. Each observed buffer *version* becom
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 import torch
 from torch import nn
 
 from torchlens.analysis.errors import BufferWriteError
 
-from .record import RawOp
+from .record import RawCapture, RawOp
 from .walk import named_modules, named_tensors
-
-if TYPE_CHECKING:
-    from .session import Capture
 
 #: ``RawOp.kind`` of a buffer version.
 BUFFER = "buffer"
@@ -65,10 +62,27 @@ class BufferVersion:
     place: Any = field(default=None, repr=False, compare=False)
 
 
+class JournalTarget(Protocol):
+    """What the journal writes into: the capture (:class:`capture.session.Capture`), which owns
+    the journal; the journal knows it only through this interface."""
+
+    raw: RawCapture
+    #: ``id(module)`` -> index into ``raw.modules``.
+    module_index: dict[int, int]
+
+    def add_op(self, op: RawOp) -> int: ...
+
+    def preserve(self, target: Any, inplace: bool = False) -> None: ...
+
+    def producer_of(self, tensor: torch.Tensor) -> Optional[int]: ...
+
+    def set_producer(self, tensor: torch.Tensor, index: int) -> None: ...
+
+
 class BufferJournal:
     """Tracks the model's registered buffers through one capture."""
 
-    def __init__(self, capture: "Capture", model: nn.Module) -> None:
+    def __init__(self, capture: JournalTarget, model: nn.Module) -> None:
         self.capture = capture
         modules = dict(named_modules(model))
         #: Address -> (owning module, attribute name); each tensor once, at its first address.

@@ -13,7 +13,7 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from hypothesis import HealthCheck, Phase, given, reject, seed, settings
 from hypothesis.errors import HypothesisWarning
@@ -21,13 +21,14 @@ from hypothesis.errors import HypothesisWarning
 from . import spec as S
 from .build import GeneratedModel, build
 from .check import Disagreement, check_model
-from .oracle import SpecError, TooLarge
+from .oracle import SpecError, TooLarge, expect
 
 #: The pseudo-property of a draw over the size limit: rejected, never reported.
 TOO_LARGE = "too-large"
 from .regression import regression_source
 from .rules import RULES, reached
 from .shrink import shrink
+from .render import TORCH
 from .strategies import specs
 
 
@@ -72,6 +73,14 @@ def checked(model: S.ModelSpec) -> tuple[Optional[GeneratedModel], list[Disagree
     return built, check_model(built)
 
 
+def _oracle_only(model: S.ModelSpec) -> tuple[Any, list[Disagreement]]:
+    """The oracle's expectation of ``model``, or why it rejects the spec (as :func:`checked`)."""
+    try:
+        return expect(model, TORCH), []
+    except SpecError as error:
+        return None, [Disagreement(TOO_LARGE if isinstance(error, TooLarge) else "spec", str(error))]
+
+
 def failures(model: S.ModelSpec) -> list[Disagreement]:
     """Every property that fails on ``model`` (a spec the oracle rejects fails as ``spec``)."""
     return checked(model)[1]
@@ -79,8 +88,12 @@ def failures(model: S.ModelSpec) -> list[Disagreement]:
 
 def run_campaign(examples: int, seed_value: int = 0, profile: str = "ci",
                  progress: Optional[Callable[[str], None]] = None, out_dir: Optional[Path] = None,
-                 shrink_seconds: float = 120.0) -> Report:
-    """Check ``examples`` drawn models; shrink each failure into ``out_dir``."""
+                 shrink_seconds: float = 120.0, run_models: bool = True) -> Report:
+    """Check ``examples`` drawn models; shrink each failure into ``out_dir``.
+
+    With ``run_models=False`` only the oracle reads each spec (no torch, no model built): the
+    same specs are drawn, and the report tells which rules they reach.
+    """
     report = Report()
     every = max(1, examples // 20)
     start = time.monotonic()
@@ -90,7 +103,7 @@ def run_campaign(examples: int, seed_value: int = 0, profile: str = "ci",
               suppress_health_check=list(HealthCheck), derandomize=False)
     @given(specs("torch", profile))
     def one(model: S.ModelSpec) -> None:
-        built, found = checked(model)
+        built, found = checked(model) if run_models else _oracle_only(model)
         if found and found[0].prop == TOO_LARGE:
             reject()  # a size limit, not a disagreement: hypothesis draws another
         report.models += 1
@@ -99,7 +112,7 @@ def run_campaign(examples: int, seed_value: int = 0, profile: str = "ci",
                 progress(f"model {report.models}: {found[0]}\nshrinking it...")
             report.findings.append(_keep(model, found, out_dir, shrink_seconds))
         else:
-            report.rules.update(reached(model, built.expected))
+            report.rules.update(reached(model, built.expected if run_models else built))
         if progress and report.models % every == 0:
             elapsed = time.monotonic() - start
             progress(f"[{report.models:>{len(str(examples))}}/{examples}] {report.models} models, "

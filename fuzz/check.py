@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 
@@ -36,11 +36,6 @@ class Disagreement:
 
     def __str__(self) -> str:
         return f"[{self.prop}] {self.message}"
-
-
-def predict_function() -> Optional[Callable[[Any], Any]]:
-    """``torchlens.predict`` when the static prediction exists, else ``None``."""
-    return getattr(tl, "predict", None)
 
 
 def layer_rows(trace: Any) -> list[tuple]:
@@ -103,11 +98,10 @@ def _compare_capture(trace: Any, expected: Expected) -> list[Disagreement]:
 
 
 def _compare_prediction(model: GeneratedModel) -> list[Disagreement]:
-    predict = predict_function()
-    if predict is None or not model.expected.predictable:
+    if not model.expected.predictable:
         return []
     try:
-        prediction = predict(model.make())
+        prediction = tl.predict(model.make())
     except Exception as error:
         return [Disagreement("prediction", f"tl.predict raised {type(error).__name__}: {error}")]
     if prediction is None:

@@ -11,7 +11,7 @@ drawn bodies and expressions, so the construct is always there and still varies.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Protocol
 
 from hypothesis import strategies as st
 
@@ -45,83 +45,80 @@ def _name(model: S.ModelSpec, prefix: str) -> str:
     return f"{prefix}{len(model.root.children)}"
 
 
-def _body(draw, profile) -> tuple[S.Stmt, ...]:
-    from .strategies import Reach, bodies
+class Parts(Protocol):
+    """Where fragments get their drawn bodies and expressions (:mod:`torchlens.fuzz.strategies`
+    passes its own strategies in, so this module does not import it)."""
 
-    return draw(bodies(Reach("torch"), replace(profile, max_depth=1)))
+    def body(self, draw: Any) -> tuple[S.Stmt, ...]: ...
 
-
-def _expr(draw, profile) -> S.Expr:
-    from .strategies import Reach, exprs
-
-    return draw(exprs(Reach("torch"), replace(profile, max_leaves=2)))
+    def expr(self, draw: Any) -> S.Expr: ...
 
 
-# --- one function per fragment: (draw, model, profile) -> model --------------------------------------
+# --- one function per fragment: (draw, model, parts) -> model --------------------------------------
 
 
-def helper_calls(draw, model, profile):
+def helper_calls(draw, model, parts):
     """A plain helper called from two lines or from one loop line."""
-    model, f = _with_function(model, S.PLAIN, _body(draw, profile))
+    model, f = _with_function(model, S.PLAIN, parts.body(draw))
     call = _assign(S.CallFunc(f, X))
     if draw(st.booleans()):
         return _append(model, call, call)
     return _append(model, S.For(3, (call,)))
 
 
-def helper_two_loops(draw, model, profile):
+def helper_two_loops(draw, model, parts):
     """A plain helper called from two different loops, of 2 and 3 iterations."""
-    model, f = _with_function(model, S.PLAIN, _body(draw, profile))
+    model, f = _with_function(model, S.PLAIN, parts.body(draw))
     call = _assign(S.CallFunc(f, X))
     return _append(model, S.For(2, (call,)), S.For(3, (call,)))
 
 
-def recursion(draw, model, profile):
+def recursion(draw, model, parts):
     """A recursive function entered from one place or from two, depths 1 to 3."""
-    model, f = _with_function(model, S.RECURSIVE, _body(draw, profile))
+    model, f = _with_function(model, S.RECURSIVE, parts.body(draw))
     depths = draw(st.lists(st.integers(1, 3), min_size=1, max_size=2).filter(lambda d: sum(d) > 1))
     return _append(model, *(_assign(S.CallFunc(f, X, d)) for d in depths))
 
 
-def twin_functions(draw, model, profile):
+def twin_functions(draw, model, parts):
     """Two separately written identical functions, called in one loop."""
-    body = _body(draw, profile)
+    body = parts.body(draw)
     model, a = _with_function(model, S.PLAIN, body)
     model, b = _with_function(model, S.PLAIN, body)
     return _append(model, S.For(2, (_assign(S.CallFunc(a, X)), _assign(S.CallFunc(b, X)))))
 
 
-def exec_or_decorated(draw, model, profile):
+def exec_or_decorated(draw, model, parts):
     """An ``exec``-built function or a decorated one (wrapper calls it twice), called in a loop."""
-    model, f = _with_function(model, draw(st.sampled_from((S.EXEC, S.DECORATED))), _body(draw, profile))
+    model, f = _with_function(model, draw(st.sampled_from((S.EXEC, S.DECORATED))), parts.body(draw))
     return _append(model, S.For(draw(st.integers(2, 3)), (_assign(S.CallFunc(f, X)),)))
 
 
-def _module(draw, model, profile) -> tuple[S.ModelSpec, S.Assign]:
+def _module(draw, model, parts) -> tuple[S.ModelSpec, S.Assign]:
     kind = draw(st.sampled_from((S.LINEAR, S.RELU, S.BLOCK)))
     name = _name(model, "mod")
     if kind == S.BLOCK:
-        model, cls = _with_class(model, S.ClassDef(_body(draw, profile)))
+        model, cls = _with_class(model, S.ClassDef(parts.body(draw)))
         return _with_child(model, S.Child(name, S.BLOCK, cls)), _assign(S.CallChild(name, X))
     return _with_child(model, S.Child(name, kind)), _assign(S.CallChild(name, X))
 
 
-def module_loop(draw, model, profile):
+def module_loop(draw, model, parts):
     """One Linear, ReLU or block called 3 times from a loop line."""
-    model, call = _module(draw, model, profile)
+    model, call = _module(draw, model, parts)
     return _append(model, S.For(3, (call,)))
 
 
-def module_lines(draw, model, profile):
+def module_lines(draw, model, parts):
     """One Linear, ReLU or block called from 3 lines, with other ops between."""
-    model, call = _module(draw, model, profile)
-    between = _assign(_expr(draw, profile))
+    model, call = _module(draw, model, parts)
+    between = _assign(parts.expr(draw))
     return _append(model, call, between, call, between, call)
 
 
-def shared_parents(draw, model, profile):
+def shared_parents(draw, model, parts):
     """One module instance injected into two parent modules, both called."""
-    model, parent = _with_class(model, S.ClassDef((_assign(S.CallChild("inner", X)), *_body(draw, profile)),
+    model, parent = _with_class(model, S.ClassDef((_assign(S.CallChild("inner", X)), *parts.body(draw)),
                                                   takes_inner=True))
     name = _name(model, "par")
     inner = S.Child("", draw(st.sampled_from((S.LINEAR, S.RELU))))
@@ -129,14 +126,14 @@ def shared_parents(draw, model, profile):
     return _append(model, _assign(S.CallChild(name + "a", X)), _assign(S.CallChild(name + "b", X)))
 
 
-def module_list(draw, model, profile):
+def module_list(draw, model, parts):
     """A ModuleList of distinct (or identical) blocks, maybe hooked, looped with glue or summed."""
-    model, cls = _with_class(model, S.ClassDef(_body(draw, profile)))
+    model, cls = _with_class(model, S.ClassDef(parts.body(draw)))
     name = _name(model, "ml")
     hooks = ()
     if draw(st.integers(0, 2)):
         hooks = (len(model.hooks),)
-        model = replace(model, hooks=(*model.hooks, S.HookDef("forward", _expr(draw, profile))))
+        model = replace(model, hooks=(*model.hooks, S.HookDef("forward", parts.expr(draw))))
     n = draw(st.integers(2, 3))
     kinds = (S.BLOCK,) * n if draw(st.booleans()) else draw(st.lists(st.sampled_from((S.BLOCK, S.LINEAR)),
                                                                       min_size=n, max_size=n))
@@ -148,7 +145,7 @@ def module_list(draw, model, profile):
     return _append(model, S.ForModules(name, (_assign(S.Binary("add", X, S.CallChild("m", X))),)))
 
 
-def siamese(draw, model, profile):
+def siamese(draw, model, parts):
     """One module applied to both model inputs."""
     name = _name(model, "enc")
     model = replace(_with_child(model, S.Child(name, S.LINEAR)), inputs=2)
@@ -156,7 +153,7 @@ def siamese(draw, model, profile):
                    _assign(S.Binary("sub", X, S.CallChild(name, S.Var("y")))))
 
 
-def raw_weight(draw, model, profile):
+def raw_weight(draw, model, parts):
     """A raw weight used on two lines, or in a first step and then in a loop."""
     name = f"W{len(model.root.params)}"
     model = replace(model, root=replace(model.root, params=(*model.root.params, S.ParamDecl(name))))
@@ -166,9 +163,9 @@ def raw_weight(draw, model, profile):
     return _append(model, step, S.For(3, (step,)))
 
 
-def hooked_module(draw, model, profile):
+def hooked_module(draw, model, parts):
     """A hooked Linear called from a loop line and from another line."""
-    hook = S.HookDef(draw(st.sampled_from(("forward", "pre"))), _expr(draw, profile))
+    hook = S.HookDef(draw(st.sampled_from(("forward", "pre"))), parts.expr(draw))
     model = replace(model, hooks=(*model.hooks, hook))
     name = _name(model, "hooked")
     model = _with_child(model, S.Child(name, S.LINEAR, hooks=(len(model.hooks) - 1,)))
@@ -176,11 +173,11 @@ def hooked_module(draw, model, profile):
     return _append(model, S.For(draw(st.integers(2, 3)), (call,)), call)
 
 
-def buffers(draw, model, profile):
+def buffers(draw, model, parts):
     """A buffer updated in place in a loop and on another line, then reassigned in a loop."""
     name = f"buf{len(model.root.buffers)}"
     model = replace(model, root=replace(model.root, buffers=(*model.root.buffers, name)))
-    write = S.BufInplace(name, "add_", _expr(draw, profile))
+    write = S.BufInplace(name, "add_", parts.expr(draw))
     reassign = S.BufAssign(name, S.Binary("add", S.ReadBuffer(name), X))
     return _append(model, S.For(3, (write,)), S.BufInplace(name, "mul_"), S.For(2, (reassign,)),
                    _assign(S.Binary("add", X, S.ReadBuffer(name))))
@@ -194,8 +191,8 @@ FRAGMENTS: dict[str, Callable] = {f.__name__: f for f in (
 
 
 @st.composite
-def with_fragments(draw, model: S.ModelSpec, profile, most: int = 3) -> S.ModelSpec:
+def with_fragments(draw, model: S.ModelSpec, parts: Parts, most: int = 3) -> S.ModelSpec:
     """``model`` with up to ``most`` drawn fragments appended."""
     for name in draw(st.lists(st.sampled_from(sorted(FRAGMENTS)), min_size=1, max_size=most)):
-        model = FRAGMENTS[name](draw, model, profile)
+        model = FRAGMENTS[name](draw, model, parts)
     return model

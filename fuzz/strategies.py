@@ -310,7 +310,20 @@ def specs(draw, dialect: str = TORCH, profile: str = "ci") -> S.ModelSpec:
     )  # Block<i> holds only Block<j>, j > i: no class contains itself
     inputs = draw(st.sampled_from((1, 1, 2)))
     root = draw(class_defs(inner_flags, 0, funcs, len(hook_defs), limits, inputs=inputs))
-    return draw(with_fragments(S.ModelSpec(root, classes, funcs, hook_defs, inputs), limits))
+    return draw(with_fragments(S.ModelSpec(root, classes, funcs, hook_defs, inputs), _Parts(limits)))
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The bodies and expressions fragments draw: small ones, reaching torch only."""
+
+    limits: Profile
+
+    def body(self, draw) -> tuple[S.Stmt, ...]:
+        return draw(bodies(Reach("torch"), replace(self.limits, max_depth=1)))
+
+    def expr(self, draw) -> S.Expr:
+        return draw(exprs(Reach("torch"), replace(self.limits, max_leaves=2)))
 
 
 def models(profile: str = "ci") -> st.SearchStrategy:

@@ -19,6 +19,7 @@ from torch import nn
 import torchlens as tl
 from torchlens.analysis.errors import PredictionError, SourceUnavailableError
 from torchlens.analysis.predict import predict_source
+from torchlens.torch_host import TorchHost
 from models import cases as C
 from test_cases import ALL, build, compute_layers
 
@@ -121,12 +122,12 @@ def test_prediction_from_class_equals_instance():
 
 
 def test_predict_source_reads_a_file():
-    pred = predict_source(C.__file__, "Looped")
+    pred = predict_source(C.__file__, "Looped", host=TorchHost(None))
     assert [(p.layer_label, p.num_passes) for p in pred] == [("tanh_1", 2), ("mul_1", 2)]
     with pytest.raises(SourceUnavailableError):
-        predict_source("/no/such/file.py", "X")
+        predict_source("/no/such/file.py", "X", host=TorchHost(None))
     with pytest.raises(PredictionError):
-        predict_source(C.__file__, "NoSuchClass")
+        predict_source(C.__file__, "NoSuchClass", host=TorchHost(None))
 
 
 def test_bad_argument_is_a_typed_error():
