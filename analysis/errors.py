@@ -27,6 +27,7 @@ __all__ = [
     "BufferThreadGapError",
     "BufferThreadGapWarning",
     "TraceFileError",
+    "GraphvizMissingError",
 ]
 
 
@@ -125,3 +126,9 @@ class ContainerStructureError(TorchLensError, ValueError):
 class ContainerTypeMissingError(TorchLensError, TypeError):
     """A loaded trace's container names a class this process has not registered or imported;
     the message says which class to import or register."""
+
+# -- drawing ---------------------------------------------------------------------------------
+
+
+class GraphvizMissingError(TorchLensError, RuntimeError):
+    """Rendering a drawing needs Graphviz's ``dot`` program, which is not installed."""

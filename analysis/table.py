@@ -13,3 +13,47 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     lines = [header, ["-" * w for w in widths], *rows]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in lines)
+
+
+def fit_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int,
+              keep_end: Sequence[bool] = ()) -> str:
+    """:func:`format_table` narrowed to ``width`` columns by shortening the widest cells.
+
+    Cells are cut with ``…``: from the left where ``keep_end[i]`` (module paths, whose last
+    parts say the most), else from the right. No column goes below its header or 8 characters.
+    """
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    floor = [max(len(h), 8) for h in header]
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
+        if widths[i] <= floor[i]:
+            break
+        widths[i] -= 1
+    ends = list(keep_end) + [False] * (len(header) - len(keep_end))
+    cut = [[_cut(str(c), w, e) for c, w, e in zip(row, widths, ends)] for row in rows]
+    return format_table(header, cut)
+
+
+def _cut(text: str, width: int, keep_end: bool) -> str:
+    if len(text) <= width:
+        return text
+    return "…" + text[len(text) - width + 1:] if keep_end else text[:width - 1] + "…"
+
+
+def library_file(filename: str) -> bool:
+    """Whether a file belongs to torch itself (its frames are not where a user wrote a layer)."""
+    return any(filename.startswith(root) for root in _torch_roots())
+
+
+def _torch_roots() -> tuple[str, ...]:
+    global _ROOTS
+    if _ROOTS is None:
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("torch")  # finds torch without importing it
+        _ROOTS = tuple(os.path.join(p, "") for p in (spec.submodule_search_locations or ())) if spec else ()
+    return _ROOTS
+
+
+_ROOTS: "tuple[str, ...] | None" = None

@@ -14,6 +14,7 @@ from torchlens.analysis.errors import (
     ContainerStructureError,
     ContainerTypeMissingError,
     InterventionError,
+    GraphvizMissingError,
     OpaqueContainerError,
     PredictionError,
     SourceUnavailableError,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Union
 
+from torchlens.analysis.explain import explain_trace
 from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 
 from .buffers import Buffer
@@ -159,6 +160,40 @@ class Trace:
 
     def __str__(self) -> str:
         return render_trace(self)
+
+    def draw(self, view: str = "rolled", depth: Optional[int] = None, show_buffers: Optional[str] = None,
+             show_containers: Any = None, container_max_inline: Optional[int] = None, direction: str = "TB",
+             path: Any = None, collapse: Any = None, fold_repeats: bool = True) -> Any:
+        """Draw the trace as a ``graphviz.Digraph`` (a notebook displays it); see :mod:`torchlens.draw`.
+
+        ``view="rolled"`` draws one node per layer, ``"unrolled"`` one per op; ``depth=k`` draws
+        modules deeper than ``k`` as one node each, and ``collapse`` (a predicate over modules, or
+        addresses / type names) chooses such modules directly; identical collapsed blocks in a row
+        fold into one ``xN`` node unless ``fold_repeats=False``. ``show_buffers``,
+        ``show_containers`` and ``container_max_inline`` default to the capture options.
+        ``path`` writes SVG, PNG, PDF or DOT by its suffix.
+        """
+        from .draw import draw_trace
+
+        return draw_trace(self, view, depth, show_buffers, show_containers, container_max_inline, direction,
+                          path, collapse, fold_repeats)
+
+    def explain(self, *labels: str) -> str:
+        """Why the ops of a layer are one layer (its scope, call-site frames with source, op, slot,
+        passes); with two labels, which part of their keys differs."""
+        return explain_trace(self, labels)
+
+    def table(self, depth: Optional[int] = None, module: Optional[str] = None, limit: Optional[int] = None,
+              width: int = 100, torch_frames: bool = False) -> str:
+        """The text table of layers and modules, filtered: modules no deeper than ``depth``, layers
+        inside ``module``, the first ``limit`` layers; ``torch_frames=True`` shows the innermost frame
+        even when it is torch's own."""
+        return render_trace(self, depth=depth, module=module, limit=limit, width=width, torch_frames=torch_frames)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .draw import svg_bundle
+
+        return svg_bundle(self, self.draw())
 
     def validate_forward_pass(self, strict: bool = False) -> "ValidationReport":
         """Replay the graph op by op from the saved inputs and compare every output.

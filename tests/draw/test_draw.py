@@ -1,0 +1,202 @@
+"""``trace.draw()``: golden DOT files for small models, every Cases-table model drawn rolled and
+unrolled with every layer (op) a node and every parent link an edge, and the options' behaviour.
+
+Regenerate the golden files after an intended change with ``TORCHLENS_GOLDEN=update``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import graphviz
+import pytest
+import torch
+from torch import nn
+
+import torchlens as tl
+from models import cases as C
+from models.containers import CacheLM
+from test_cases import ALL_PARAMS, build
+
+GOLDEN = Path(__file__).parent / "golden"
+NODE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)" \[label=', re.M)
+EDGE = re.compile(r'^\t"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)"', re.M)
+
+
+def nodes(source: str) -> set[str]:
+    return set(NODE.findall(source))
+
+
+def edges(source: str) -> set[tuple[str, str]]:
+    return set(EDGE.findall(source))
+
+
+def render_svg(source: str) -> str:
+    done = subprocess.run(["dot", "-Tsvg"], input=source, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("case", ALL_PARAMS)
+def test_every_case_model_draws_every_layer_and_link(case):
+    model, inputs = build(case)
+    trace = tl.trace(model, *inputs)
+    rolled = trace.draw(show_buffers="always").source
+    assert nodes(rolled) == {layer.layer_label for layer in trace.layers}
+    rolled_edges = edges(rolled)
+    for op in trace.ops:
+        for parent in op.parents:
+            assert (trace.ops[parent].layer_label, op.layer_label) in rolled_edges
+    unrolled = trace.draw(view="unrolled", show_buffers="always").source
+    assert nodes(unrolled) == {op.label for op in trace.ops}
+    assert edges(unrolled) == {(parent, op.label) for op in trace.ops for parent in op.parents}
+    for source in (rolled, unrolled):
+        assert "<svg" in render_svg(source)
+
+
+class BatchNormNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.bn = nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.lin(x)))
+
+
+def golden_traces():
+    torch.manual_seed(0)
+    ones = torch.ones(2, 4)
+    yield "looped", tl.trace(C.Looped(), ones), {}
+    yield "unrolled", tl.trace(C.Unrolled(), ones), {}
+    yield "block-loop", tl.trace(C.ResidualBlockLoop(), ones), {}
+    yield "block-loop-unrolled", tl.trace(C.ResidualBlockLoop(), ones), {"view": "unrolled"}
+    cache = tl.trace(CacheLM(), ones, capture=tl.options.CaptureOptions(capture_container_structure=True))
+    for level in (False, "labels", "collapsed", "nodes"):
+        yield f"dict-containers-{level}", cache, {"show_containers": level}
+    bn = tl.trace(BatchNormNet().train(), torch.randn(4, 3))
+    for show in ("meaningful", "always"):
+        yield f"batchnorm-{show}", bn, {"show_buffers": show}
+
+
+GOLDEN_CASES = list(golden_traces())
+
+
+@pytest.mark.parametrize("name,trace,options", GOLDEN_CASES, ids=[c[0] for c in GOLDEN_CASES])
+def test_golden_dot(name, trace, options):
+    source = trace.draw(**options).source
+    path = GOLDEN / f"{name}.dot"
+    if os.environ.get("TORCHLENS_GOLDEN") == "update":
+        path.write_text(source)
+    assert source == path.read_text()
+    render_svg(source)
+
+
+def test_rolled_edges_carry_their_passes_and_loop_edges_go_back():
+    trace = tl.trace(C.Looped(), torch.ones(2, 4))
+    source = trace.draw().source
+    assert '"mul_1" -> "tanh_1" [label="1" constraint="false"' in source
+    assert '"mul_1" -> "output_1" [label="2"]' in source
+    assert '"tanh_1" -> "mul_1"\n' in source
+    assert 'label="tanh_1 x2\\n2x4"' in source
+
+
+def test_buffers_meaningful_hides_batchnorm_statistics_only():
+    trace = tl.trace(BatchNormNet().train(), torch.randn(4, 3))
+    hidden = trace.draw().source
+    shown = trace.draw(show_buffers="always").source
+    assert 'label="bn.running_mean' not in hidden and 'label="bn.num_batches_tracked' not in hidden
+    assert 'label="bn.running_mean v2' in shown and 'label="bn.num_batches_tracked v2' in shown
+    cell = tl.trace(C.BufferLoop(), torch.randn(2, 4)).draw().source
+    assert 'shape="cylinder"' in cell
+
+
+def test_depth_draws_deeper_modules_as_one_node_each():
+    trace = tl.trace(C.ResidualBlockList(), torch.randn(2, 4))
+    source = trace.draw(depth=0, fold_repeats=False).source
+    assert {"blocks.0", "blocks.1", "blocks.2"} <= nodes(source)
+    assert "linear_1" not in nodes(source) and "cluster_" not in source
+    assert ("blocks.0", "blocks.1") in edges(source)
+    assert "2 layers" not in source and "4 layers, 40 params" in source
+    one = trace.draw(depth=1).source
+    assert "cluster_blocks.0" in one and {"blocks.0.f1", "blocks.0.f2"} <= nodes(one)
+
+
+def test_identical_blocks_in_a_row_fold_into_one_node():
+    trace = tl.trace(C.ResidualBlockList(), torch.randn(2, 4))
+    source = trace.draw(depth=0).source
+    assert nodes(source) == {"input_1", "blocks.0", "output_1"}
+    assert "blocks.0 .. 2 x3" in source
+    assert edges(source) == {("input_1", "blocks.0"), ("blocks.0", "output_1")}
+
+
+def test_collapse_takes_a_predicate_addresses_or_type_names():
+    trace = tl.trace(C.ResidualBlockLoop(), torch.randn(2, 4))
+    by_type = trace.draw(collapse="Linear").source
+    by_address = trace.draw(collapse=["block.f1", "block.f2"]).source
+    by_predicate = trace.draw(collapse=lambda m: m.type_name == "Linear").source
+    assert by_type == by_address == by_predicate
+    assert {"block.f1", "block.f2"} <= nodes(by_type) and "linear_1" not in nodes(by_type)
+    with pytest.raises(tl.errors.TorchLensTypeError):
+        trace.draw(collapse=[3])
+
+
+def test_unrolled_module_calls_are_separate_boxes():
+    source = tl.trace(C.ResidualBlockLoop(), torch.randn(2, 4)).draw(view="unrolled").source
+    for k in (1, 2, 3):
+        assert f'subgraph "cluster_block:{k}"' in source and f'subgraph "cluster_block.f1:{k}"' in source
+
+
+def test_bad_options_say_what_is_accepted():
+    trace = tl.trace(C.Looped(), torch.ones(2, 4))
+    for bad in ({"view": "flat"}, {"direction": "up"}, {"depth": -1}, {"show_buffers": "some"},
+                {"show_containers": "all"}, {"path": "x.jpeg"}):
+        with pytest.raises(tl.errors.TorchLensValueError):
+            trace.draw(**bad)
+
+
+@pytest.mark.parametrize("suffix,magic", [(".svg", b"<?xml"), (".png", b"\x89PNG"), (".pdf", b"%PDF"),
+                                          (".dot", b"digraph")])
+def test_path_writes_the_format_its_suffix_names(tmp_path, suffix, magic):
+    trace = tl.trace(C.Looped(), torch.ones(2, 4))
+    drawing = trace.draw(path=tmp_path / f"model{suffix}")
+    assert isinstance(drawing, graphviz.Digraph)
+    assert (tmp_path / f"model{suffix}").read_bytes().startswith(magic)
+
+
+def test_without_dot_the_drawing_is_built_and_rendering_says_how_to_install(monkeypatch, tmp_path):
+    trace = tl.trace(C.Looped(), torch.ones(2, 4))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    drawing = trace.draw()
+    assert "tanh_1" in drawing.source
+    with pytest.raises(tl.errors.GraphvizMissingError, match="apt-get install graphviz"):
+        drawing.pipe(format="svg")
+    with pytest.raises(tl.errors.GraphvizMissingError):
+        trace.draw(path=tmp_path / "x.svg")
+    assert isinstance(tl.errors.GraphvizMissingError("x"), tl.TorchLensError)
+    bundle = trace._repr_mimebundle_()
+    assert "image/svg+xml" not in bundle and "graphviz" in bundle["text/plain"].lower()
+
+
+def test_notebook_display_is_svg():
+    trace = tl.trace(C.Looped(), torch.ones(2, 4))
+    bundle = trace._repr_mimebundle_()
+    assert bundle["image/svg+xml"].lstrip().startswith("<?xml") and "tanh_1" in bundle["image/svg+xml"]
+
+
+def test_drawing_reads_metadata_not_saved_outputs():
+    model = C.ResidualBlockLoop()
+    kept = tl.trace(model, torch.ones(2, 4)).draw().source
+    bare = tl.trace(model, torch.ones(2, 4), capture=tl.options.CaptureOptions(save_outputs=False)).draw().source
+    assert kept == bare
+
+
+def test_tooltips_carry_the_explanation():
+    trace = tl.trace(C.Looped(), torch.ones(2, 4))
+    text = trace.explain("tanh_1")
+    assert "for _ in range(2)" not in text and "x = torch.tanh(x) * 0.5" in text and "^" in text
+    assert "2 passes" in text and "scope: self (Looped)" in text
+    assert 'tooltip="tanh_1: op tanh, 2 passes' in trace.draw().source

@@ -1,0 +1,376 @@
+"""A trace as a :class:`~torchlens.draw.scene.Scene`: rolled (one node per layer) or unrolled (one
+node per op), modules as nested boxes, deep or chosen modules as one node, repeats folded.
+
+Rolled: a layer's node is named by its layer label and shows ``xN`` passes, the output shape (or
+the range over passes) and its parameters; an edge is labelled with the passes it carries when it
+does not carry all of them, and an edge into a layer that ran first (a loop-carried value) is
+drawn back up without pushing the layout. Unrolled: an op's node is named by its op label; each
+module call is its own box (``block:1``, ``block:2``). Shapes come from the records' metadata,
+never from saved outputs, so traces that kept no outputs draw the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from torchlens.analysis.dot import Cluster, Scene
+from torchlens.analysis.explain import explain_layer
+
+from ..records import Layer, Op
+from .modules import ROOT, ModuleTree, call_parents, human, param_count
+if TYPE_CHECKING:
+    from ..trace import Trace
+
+#: BatchNorm's bookkeeping buffers, hidden under ``show_buffers="meaningful"``.
+BOOKKEEPING = frozenset({"running_mean", "running_var", "num_batches_tracked"})
+#: Box fills by module depth (lighter outside).
+CLUSTER_FILLS = ("#f4f6fa", "#e9eef6", "#dfe6f1", "#d5deec")
+INPUT_FILL, OUTPUT_FILL, PARAM_FILL, BUFFER_FILL = "#dff0d8", "#fbe3cf", "#eef1f7", "#f2f2f2"
+MODULE_FILL = "#dde6f5"
+BACK_EDGE_COLOR = "#2b6cb0"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The drawing options after defaults from the trace's ``CaptureOptions``."""
+
+    view: str
+    show_buffers: str
+    show_containers: object
+    container_max_inline: int
+    direction: str
+    fold_repeats: bool = True
+
+
+def shape_text(shape: tuple) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
+
+
+def pass_ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``1-3,5``."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def is_bookkeeping(trace: "Trace", address: str) -> bool:
+    """Whether a buffer is a normalisation layer's running statistic or batch counter."""
+    owner, _, name = address.rpartition(".")
+    module = trace.modules.get(owner or ROOT)
+    return name in BOOKKEEPING and module is not None and "Norm" in module.type_name
+
+
+def layer_shown(trace: "Trace", layer: Layer, settings: Settings) -> bool:
+    if not layer.is_buffer or settings.show_buffers == "always":
+        return True
+    return not is_bookkeeping(trace, layer.ops[0].buffer.address)  # type: ignore[union-attr]
+
+
+def params_text(layer_module: str, params: tuple[str, ...], trace: "Trace") -> str:
+    """Parameter names relative to the layer's module, with their element count."""
+    if not params:
+        return ""
+    prefix = "" if layer_module == ROOT else layer_module + "."
+    names = [p[len(prefix):] if prefix and p.startswith(prefix) else p for p in params]
+    shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+    count = sum(_numel(trace.params[p].shape) for p in params if p in trace.params)
+    return f"{shown} ({human(count)})"
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def shapes_text(ops: tuple[Op, ...]) -> str:
+    shapes = list(dict.fromkeys(op.shape for op in ops))
+    if len(shapes) == 1:
+        return shape_text(shapes[0])
+    return f"{shape_text(shapes[0])} .. {shape_text(shapes[-1])} ({len(shapes)} shapes)"
+
+
+def node_style(layer: Layer) -> dict[str, str]:
+    if layer.is_input:
+        return {"shape": "oval", "fillcolor": INPUT_FILL}
+    if layer.is_output:
+        return {"shape": "oval", "fillcolor": OUTPUT_FILL}
+    if layer.is_buffer:
+        return {"shape": "cylinder", "fillcolor": BUFFER_FILL, "style": "filled"}
+    if layer.params:
+        return {"fillcolor": PARAM_FILL}
+    return {}
+
+
+def buffer_title(layer: Layer) -> str:
+    versions = pass_ranges([op.buffer.version for op in layer.ops])  # type: ignore[union-attr]
+    return f"{layer.ops[0].buffer.address} v{versions}"  # type: ignore[union-attr]
+
+
+@dataclass(slots=True)
+class _Edges:
+    """Edges between drawn nodes, merged, with the passes each carries on either end."""
+
+    tails: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    heads: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+
+    def add(self, tail: str, head: str, tail_pass: int, head_pass: int) -> None:
+        self.tails.setdefault((tail, head), []).append(tail_pass)
+        self.heads.setdefault((tail, head), []).append(head_pass)
+
+
+class TraceDrawing:
+    """Builds the scene of one trace under one set of options."""
+
+    def __init__(self, trace: "Trace", settings: Settings, tree: ModuleTree, tooltips: bool = True) -> None:
+        self.trace, self.settings, self.tree = trace, settings, tree
+        self.scene = Scene(title=_title(trace, settings), direction=settings.direction)
+        self.tooltips = tooltips
+        #: Node name of every drawn layer (rolled) or op (unrolled); absent = hidden.
+        self.node_of: dict[str, str] = {}
+        #: Draw order of every node (first execution), for loop-carried edges.
+        self.order: dict[str, int] = {}
+        #: Passes of each drawn node (0 for module nodes).
+        self.passes: dict[str, int] = {}
+
+    # -- clusters --------------------------------------------------------------------------------
+
+    def module_cluster(self, address: str, call: Optional[str] = None, parent_call: Optional[str] = None) -> str:
+        """The box of a module (rolled) or of one module call (unrolled), with its ancestors."""
+        name = call or address
+        if name in self.scene.clusters:
+            return name
+        module = self.tree.modules[address]
+        above = self.tree.parent.get(address)
+        parent: Optional[str] = None
+        if call is not None and parent_call is not None and above is not None:
+            parent = self.module_cluster(above, parent_call, self.call_parent.get(parent_call))
+        elif call is None and above is not None:
+            parent = self.module_cluster(above)
+        times = f" x{module.num_calls}" if call is None and module.num_calls > 1 else ""
+        label = f"{name} ({module.type_name}){times}"
+        fill = CLUSTER_FILLS[(self.tree.depth.get(address, 1) - 1) % len(CLUSTER_FILLS)]
+        self.scene.clusters[name] = Cluster(name, label, parent, {
+            "style": "rounded,filled", "fillcolor": fill, "color": "#8da2c0", "fontsize": "10",
+            "labeljust": "l", "fontcolor": "#2d3f5f"})
+        return name
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def module_node(self, address: str, order: int, call: Optional[str] = None) -> str:
+        """The single node standing for a collapsed module (or one of its calls, unrolled)."""
+        name = call or address
+        if name in self.scene.nodes:
+            return name
+        module = self.tree.modules[address]
+        inside = self.tree.subtree(address)
+        scope = set(inside)
+        if call is None:
+            count = sum(1 for layer in self.trace.layers if layer.module in scope and layer_shown(self.trace, layer, self.settings))
+            what = f"{count} layers"
+        else:
+            count = sum(1 for op in self.trace.ops if op.layer.module in scope and op.module_call is not None
+                        and self._inside_call(op, call))
+            what = f"{count} ops"
+        params = param_count(self.trace, inside)
+        times = f" x{module.num_calls}" if call is None and module.num_calls > 1 else ""
+        lines = [f"{name}{times}", module.type_name, what + (f", {human(params)} params" if params else "")]
+        cluster = self._cluster_for(address, call)
+        self.scene.node(name, "\n".join(lines), cluster, fillcolor=MODULE_FILL, style="filled", shape="box3d")
+        self.order[name] = order
+        self.passes[name] = 0
+        return name
+
+    def _inside_call(self, op: Op, call: str) -> bool:
+        at: Optional[str] = op.module_call
+        while at is not None:
+            if at == call:
+                return True
+            at = self.call_parent.get(at)
+        return False
+
+    def _cluster_for(self, address: str, call: Optional[str]) -> Optional[str]:
+        """The box a node of module ``address`` (or of one of its calls) sits in: its parent's."""
+        above = self.tree.parent.get(address)
+        if above is None:
+            return None
+        if call is None:
+            return self.module_cluster(above)
+        parent_call = self.call_parent.get(call)
+        return self.module_cluster(above, parent_call, self.call_parent.get(parent_call)) if parent_call else None
+
+    # -- the two views -----------------------------------------------------------------------------
+
+    def rolled(self) -> Scene:
+        trace, tree = self.trace, self.tree
+        self.call_parent: dict[str, Optional[str]] = {}
+        for i, layer in enumerate(trace.layers):
+            if not layer_shown(trace, layer, self.settings):
+                continue
+            folded = tree.node_of(layer.module)
+            if folded is not None:
+                self.node_of[layer.layer_label] = self.module_node(folded, i)
+                continue
+            name = layer.layer_label
+            self.node_of[name] = name
+            self.order[name] = i
+            self.passes[name] = layer.num_passes
+            cluster = self.module_cluster(layer.module) if layer.module != ROOT else None
+            self.scene.node(name, self.layer_label(layer), cluster, **self.layer_attrs(layer))
+        edges = _Edges()
+        for op in trace.ops:
+            head = self.node_of.get(op.layer_label)
+            if head is None:
+                continue
+            for parent_label in op.parents:
+                parent = trace.ops[parent_label]
+                tail = self.node_of.get(parent.layer_label)
+                if tail is None or (tail == head and self.passes[head] == 0):
+                    continue
+                edges.add(tail, head, parent.pass_num, op.pass_num)
+        if self.settings.fold_repeats:
+            self.fold_repeats(edges)
+        for (tail, head), tail_passes in edges.tails.items():
+            self.scene.edge(tail, head, **self.rolled_edge_attrs(tail, head, tail_passes, edges.heads[(tail, head)]))
+        return self.scene
+
+    def unrolled(self) -> Scene:
+        trace, tree = self.trace, self.tree
+        self.call_parent = call_parents(trace, tree)
+        for i, op in enumerate(trace.ops):
+            layer = op.layer
+            if not layer_shown(trace, layer, self.settings):
+                continue
+            folded = tree.node_of(layer.module)
+            if folded is not None:
+                self.node_of[op.label] = self.module_node(folded, i, self._call_of(op, folded))
+                continue
+            self.node_of[op.label] = op.label
+            self.order[op.label] = i
+            self.passes[op.label] = 1
+            cluster = None
+            if layer.module != ROOT and op.module_call is not None:
+                cluster = self.module_cluster(layer.module, op.module_call, self.call_parent.get(op.module_call))
+            elif layer.module != ROOT:
+                cluster = self.module_cluster(layer.module)
+            self.scene.node(op.label, self.op_label(op), cluster, **self.layer_attrs(layer, op))
+        edges = _Edges()
+        for op in trace.ops:
+            head = self.node_of.get(op.label)
+            if head is None:
+                continue
+            for parent_label in op.parents:
+                tail = self.node_of.get(parent_label)
+                if tail is not None and tail != head:
+                    edges.add(tail, head, 1, 1)
+        if self.settings.fold_repeats:
+            self.fold_repeats(edges)
+        for tail, head in edges.tails:
+            self.scene.edge(tail, head)
+        return self.scene
+
+    def _call_of(self, op: Op, address: str) -> Optional[str]:
+        """The call of module ``address`` an op ran inside."""
+        at: Optional[str] = op.module_call
+        while at is not None and at.rpartition(":")[0] != address:
+            at = self.call_parent.get(at)
+        return at
+
+    # -- labels ----------------------------------------------------------------------------------
+
+    def layer_label(self, layer: Layer) -> str:
+        title = buffer_title(layer) if layer.is_buffer else layer.layer_label
+        lines = [title + (f" x{layer.num_passes}" if layer.num_passes > 1 and not layer.is_buffer else ""),
+                 shapes_text(layer.ops)]
+        params = params_text(layer.module, layer.params, self.trace)
+        if params:
+            lines.append(params)
+        return "\n".join(lines)
+
+    def op_label(self, op: Op) -> str:
+        layer = op.layer
+        if layer.is_buffer:
+            title = f"{op.buffer.address}:{op.buffer.version}"  # type: ignore[union-attr]
+        else:
+            title = op.label if layer.num_passes > 1 else layer.layer_label
+        lines = [title, shape_text(op.shape)]
+        params = params_text(layer.module, op.params, self.trace)
+        if params:
+            lines.append(params)
+        return "\n".join(lines)
+
+    def layer_attrs(self, layer: Layer, op: Optional[Op] = None) -> dict[str, str]:
+        attrs = node_style(layer)
+        if self.tooltips:
+            attrs["tooltip"] = explain_layer(self.trace, layer)
+        return attrs
+
+    def rolled_edge_attrs(self, tail: str, head: str, tail_passes: list[int], head_passes: list[int]) -> dict[str, str]:
+        attrs: dict[str, str] = {}
+        n_tail, n_head = self.passes[tail], self.passes[head]
+        tails, heads = sorted(set(tail_passes)), sorted(set(head_passes))
+        tail_all = n_tail == 0 or tails == list(range(1, n_tail + 1))
+        head_all = n_head == 0 or heads == list(range(1, n_head + 1))
+        if not tail_all:
+            attrs["label"] = pass_ranges(tails)
+        elif not head_all:
+            attrs["label"] = "to " + pass_ranges(heads)
+        if self.order[head] <= self.order[tail]:
+            attrs.update(constraint="false", color=BACK_EDGE_COLOR, fontcolor=BACK_EDGE_COLOR)
+        return attrs
+
+    # -- repeated blocks -------------------------------------------------------------------------
+
+    def fold_repeats(self, edges: _Edges) -> None:
+        """Chains of identical collapsed sibling modules (a ``ModuleList`` of blocks) become one node.
+
+        Siblings fold when they share a type, a box, a layer (or op) count and parameter count,
+        and each feeds the next; the first node is kept, relabelled ``first .. last xN``.
+        """
+        nodes = [n for n in self.scene.nodes.values() if self.passes.get(n.name) == 0]
+        nodes.sort(key=lambda n: self.order[n.name])
+        linked = set(edges.tails)
+        runs: list[list] = []
+        for node in nodes:
+            run = runs[-1] if runs else None
+            if run is not None and _same_block(run[-1], node) and (run[-1].name, node.name) in linked:
+                run.append(node)
+            else:
+                runs.append([node])
+        rename: dict[str, str] = {}
+        for run in runs:
+            if len(run) < 2:
+                continue
+            first = run[0]
+            head, *rest = first.label.split("\n")
+            last = run[-1].name
+            first.label = "\n".join([f"{first.name} .. {last.rpartition('.')[2]} x{len(run)}", *rest])
+            first.attrs["peripheries"] = "2"
+            for node in run[1:]:
+                rename[node.name] = first.name
+                del self.scene.nodes[node.name]
+        if not rename:
+            return
+        merged = _Edges()
+        for key, tail_passes in edges.tails.items():
+            tail, head = rename.get(key[0], key[0]), rename.get(key[1], key[1])
+            if tail == head and self.passes[head] == 0:
+                continue
+            for t, h in zip(tail_passes, edges.heads[key]):
+                merged.add(tail, head, t, h)
+        edges.tails, edges.heads = merged.tails, merged.heads
+
+
+def _same_block(a, b) -> bool:
+    return (a.cluster == b.cluster and a.label.split("\n")[1:] == b.label.split("\n")[1:])
+
+
+def _title(trace: "Trace", settings: Settings) -> str:
+    root = trace.modules[ROOT]
+    return f"{root.type_name} ({settings.view}): {len(trace.layers)} layers, {len(trace.ops)} ops"
