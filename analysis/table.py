@@ -5,7 +5,7 @@ Torch-free, so the prediction, the linter's tools and the trace all print tables
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -16,21 +16,22 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str
 
 
 def fit_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int,
-              keep_end: Sequence[bool] = ()) -> str:
+              shrink: Optional[dict[int, bool]] = None) -> str:
     """:func:`format_table` narrowed to ``width`` columns by shortening the widest cells.
 
-    Cells are cut with ``…``: from the left where ``keep_end[i]`` (module paths, whose last
-    parts say the most), else from the right. No column goes below its header or 8 characters.
+    Only the columns in ``shrink`` (all when ``None``) are cut, with ``…``: from the left where
+    ``shrink[i]`` is true (module paths, whose last parts say the most), else from the right.
+    No column goes below its header or 8 characters.
     """
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    floor = [max(len(h), 8) for h in header]
+    shrink = dict.fromkeys(range(len(header)), False) if shrink is None else shrink
+    floor = [max(len(h), 8) if i in shrink else widths[i] for i, h in enumerate(header)]
     while sum(widths) + 2 * (len(widths) - 1) > width:
         i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
         if widths[i] <= floor[i]:
             break
         widths[i] -= 1
-    ends = list(keep_end) + [False] * (len(header) - len(keep_end))
-    cut = [[_cut(str(c), w, e) for c, w, e in zip(row, widths, ends)] for row in rows]
+    cut = [[_cut(str(c), w, shrink.get(i, False)) for i, (c, w) in enumerate(zip(row, widths))] for row in rows]
     return format_table(header, cut)
 
 

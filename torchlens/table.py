@@ -56,8 +56,8 @@ def render_trace(trace: "Trace", depth: Optional[int] = None, module: Optional[s
                 m = trace.modules[folded]
                 count = sum(1 for other in trace.layers if tree.node_of(other.module) == folded)
                 params = param_count(trace, tree.subtree(folded))
-                rows.append([folded, f"{m.type_name}: {count} layers", str(m.num_calls), "", folded,
-                             human(params) if params else "", ""])
+                rows.append([f"[{folded.rpartition('.')[2]}]", m.type_name, str(m.num_calls), "", folded,
+                             f"({human(params)})" if params else "", f"{count} layer{'s' if count != 1 else ''} inside"])
             continue
         head = layer.ops[0]
         op = f"{head.buffer.address} v{pass_ranges([o.buffer.version for o in layer.ops])}" if layer.is_buffer else layer.func_name
@@ -70,12 +70,18 @@ def render_trace(trace: "Trace", depth: Optional[int] = None, module: Optional[s
     modules = [
         [m.address, m.type_name, str(m.num_calls), ", ".join(map(str, m.calls[:3])) + (" ..." if m.num_calls > 3 else "")]
         for m in trace.modules.values()
-        if inside(m.address) and (m.address == ROOT or m.num_calls == 0 or tree.node_of(m.address) in (None, m.address))
+        if inside(m.address) and not _below_folded(m.address, tree)
     ]
     parts = [repr(trace), memory_line(trace), "",
              fit_table(["layer", "op", "passes", "shape", "module", "params", "written at"], rows, width,
-                       [False, True, False, False, True, False, False])]
+                       {1: False, 4: True, 5: False})]
     if more:
         parts.append(more)
-    parts += ["", fit_table(["module", "type", "calls", "call labels"], modules, width, [True])]
+    parts += ["", fit_table(["module", "type", "calls", "call labels"], modules, width, {0: True, 3: False})]
     return "\n".join(parts)
+
+
+def _below_folded(address: str, tree: ModuleTree) -> bool:
+    """Whether a module sits inside a module the table shows as one row."""
+    parts = address.split(".")
+    return any(tree.node_of(".".join(parts[:k])) is not None for k in range(1, len(parts)))

@@ -173,11 +173,11 @@ class TraceDrawing:
         scope = set(inside)
         if call is None:
             count = sum(1 for layer in self.trace.layers if layer.module in scope and layer_shown(self.trace, layer, self.settings))
-            what = f"{count} layers"
+            what = f"{count} layer{'s' if count != 1 else ''}"
         else:
             count = sum(1 for op in self.trace.ops if op.layer.module in scope and op.module_call is not None
                         and self._inside_call(op, call))
-            what = f"{count} ops"
+            what = f"{count} op{'s' if count != 1 else ''}"
         params = param_count(self.trace, inside)
         times = f" x{module.num_calls}" if call is None and module.num_calls > 1 else ""
         lines = [f"{name}{times}", module.type_name, what + (f", {human(params)} params" if params else "")]
@@ -355,8 +355,10 @@ class TraceDrawing:
             for node in run[1:]:
                 rename[node.name] = first.name
                 del self.scene.nodes[node.name]
+        self._fold_outputs(edges, rename)
         if not rename:
             return
+        self.node_of.update({k: rename.get(v, v) for k, v in self.node_of.items() if v in rename})
         merged = _Edges()
         for key, tail_passes in edges.tails.items():
             tail, head = rename.get(key[0], key[0]), rename.get(key[1], key[1])
@@ -365,6 +367,27 @@ class TraceDrawing:
             for t, h in zip(tail_passes, edges.heads[key]):
                 merged.add(tail, head, t, h)
         edges.tails, edges.heads = merged.tails, merged.heads
+
+
+    def _fold_outputs(self, edges: _Edges, rename: dict[str, str]) -> None:
+        """Three or more same-shaped model outputs fed by one node (a folded block's caches) become one node."""
+        feeds: dict[tuple[str, str], list[str]] = {}
+        outputs = {self.node_of[label] for label in self.trace.output_layers if label in self.node_of}
+        outputs |= {self.node_of.get(op.label, "") for op in self.trace.ops if op.layer.is_output}
+        for (tail, head) in edges.tails:
+            node = self.scene.nodes.get(head)
+            if head in outputs and node is not None:
+                feeds.setdefault((rename.get(tail, tail), node.label.split("\n")[1]), []).append(head)
+        for heads in feeds.values():
+            if len(heads) < 3 or any(sum(1 for key in edges.tails if key[1] == h) != 1 for h in heads):
+                continue
+            first = self.scene.nodes[heads[0]]
+            shape = first.label.split("\n")[1]
+            first.label = f"{first.label.split(chr(10))[0]} .. {heads[-1].rpartition('_')[2]} x{len(heads)}\n{shape}"
+            first.attrs["peripheries"] = "2"
+            for head in heads[1:]:
+                rename[head] = heads[0]
+                del self.scene.nodes[head]
 
 
 def _same_block(a, b) -> bool:
