@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from .errors import TorchLensValueError
 from .events import Event, Gap
@@ -125,6 +125,32 @@ class Prediction:
     def find(self, key: LayerKey) -> Optional[PredictedLayer]:
         """The predicted layer with this grouping key, if any."""
         return self._by_key.get(key)
+
+    def draw(self, direction: str = "TB", path: Any = None) -> Any:
+        """Draw the predicted layers before anything runs: a ``graphviz.Digraph`` (see
+        :mod:`analysis.predview`); ``path`` writes SVG, PNG, PDF or DOT by its suffix."""
+        from .predview import draw_prediction
+
+        return draw_prediction(self, direction, path)
+
+    def explain(self, *labels: str) -> str:
+        """Why a predicted layer is one layer (scope, call-site frames with source, op, slot,
+        passes); with two labels, which part of their keys differs."""
+        from .explain import explain_predicted
+
+        return explain_predicted(self, labels)
+
+    def table(self, depth: Optional[int] = None, module: Optional[str] = None, limit: Optional[int] = None,
+              width: int = 100, torch_frames: bool = False) -> str:
+        """The predicted layers as a table, filtered like ``trace.table``."""
+        from .predview import prediction_table
+
+        return prediction_table(self, depth, module, limit, width, torch_frames)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        from .dot import svg_bundle
+
+        return svg_bundle(self, self.draw())
 
     def to_json(self) -> dict:
         """A JSON-ready dict: the target, its layers, where the prediction stopped, notes."""

@@ -9,7 +9,7 @@ never ran, and layers whose label or pass count differ; plus a coverage figure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torch import nn
@@ -90,12 +90,27 @@ class PredictionReport:
     coverage: float
     #: Runtime ops compared (inputs and outputs left out).
     ops: int
+    #: The trace and the prediction compared, for :meth:`draw`.
+    trace: Any = field(default=None, repr=False, compare=False)
+    prediction: Optional[Prediction] = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         """Nothing unpredicted, nothing mismatched, and only optional layers unexecuted."""
         return not self.unpredicted and not self.mismatched and all(
             why.startswith("optional") for _, why in self.unexecuted)
+
+    def draw(self, direction: str = "TB", path: Any = None) -> Any:
+        """The trace drawn rolled and coloured by this check (predicted, unpredicted, mismatched,
+        unexecuted dashed) with a legend; ``path`` writes SVG, PNG, PDF or DOT by its suffix."""
+        from .draw.report import draw_report
+
+        return draw_report(self, direction, path)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        from torchlens.analysis.dot import svg_bundle
+
+        return svg_bundle(self, self.draw())
 
     def __str__(self) -> str:
         lines = [f"prediction coverage {self.coverage:.1%} of {self.ops} ops; "
@@ -144,7 +159,8 @@ def check_prediction(trace: "Trace", pred: Prediction) -> PredictionReport:
         (p.layer_label, ("optional: " if p.optional else "") + (p.passes_note or p.note or "predicted to run"))
         for p in pred.layers if id(p) not in matched)
     total = sum(layer.num_passes for layer in layers)
-    return PredictionReport(tuple(unpredicted), unexecuted, tuple(mismatched), good / total if total else 1.0, total)
+    return PredictionReport(tuple(unpredicted), unexecuted, tuple(mismatched), good / total if total else 1.0, total,
+                            trace, pred)
 
 
 def _labels_given_runs(pred: Prediction, matched: dict[int, Layer]) -> dict[int, str]:

@@ -1,0 +1,127 @@
+"""Views of a :class:`~analysis.prediction.Prediction`: its drawing and its filtered table.
+
+The drawing, made before the model runs:
+One node per predicted layer, named by its predicted label, in its module's box (boxes nest by
+address). A node shows the predicted passes where they are not one (``x3``, ``xN+1``, ``x0..1``,
+``xlen(xs)``) and where the layer is written; a layer that may not run at all has a dashed
+border, a place the prediction could not read a red one. The prediction knows call sites and
+counts, not which layer feeds which, so no dataflow is drawn: layers stand in predicted order of
+first execution (kept by invisible edges), and places it did not follow are listed in a note.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from .dot import Cluster, Drawing, Scene, to_digraph
+from .explain import explain_predicted
+from .table import fit_table, library_file
+
+if TYPE_CHECKING:
+    from .prediction import PredictedLayer, Prediction
+
+ROOT = "self"
+CLUSTER_FILL = "#f4f6fa"
+UNKNOWN_COLOR = "#c0392b"
+
+
+def passes_text(layer: "PredictedLayer") -> str:
+    """``x3``, ``xN+1``, ``x0..1``; empty for exactly one pass."""
+    return "" if layer.count.exact == 1 else f" x{layer.count}"
+
+
+def module_box(scene: Scene, address: str, scopes: set[str]) -> Optional[str]:
+    """The box of module ``address`` (``None`` for the root), inside its nearest drawn ancestor."""
+    if address == ROOT:
+        return None
+    if address not in scene.clusters:
+        parts = address.split(".")
+        above = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1) if ".".join(parts[:k]) in scopes), None)
+        parent = module_box(scene, above, scopes) if above is not None else None
+        scene.clusters[address] = Cluster(address, address, parent, {
+            "style": "rounded,filled", "fillcolor": CLUSTER_FILL, "color": "#8da2c0", "fontsize": "10",
+            "labeljust": "l", "fontcolor": "#2d3f5f"})
+    return address
+
+
+def prediction_scene(pred: "Prediction", direction: str = "TB") -> Scene:
+    """The scene of a prediction (see the module docstring)."""
+    scene = Scene(title=f"{pred.target} (predicted, before running): {len(pred.layers)} layers; "
+                        "predicted order, no dataflow", direction=direction)
+    scopes = {layer.module for layer in pred.layers}
+    previous: Optional[str] = None
+    for layer in pred.layers:
+        where = layer.where()
+        lines = [f"{layer.layer_label}{passes_text(layer)}", where or "(no Python frame)"]
+        attrs = {"tooltip": explain_predicted(pred, [layer.layer_label])}
+        if layer.optional:
+            attrs["style"] = "rounded,dashed,filled"
+        if layer.call_site is None:
+            attrs.update(color=UNKNOWN_COLOR, fontcolor=UNKNOWN_COLOR)
+        scene.node(layer.layer_label, "\n".join(lines), module_box(scene, layer.module, scopes), **attrs)
+        if previous is not None:
+            scene.edge(previous, layer.layer_label, style="invis")
+        previous = layer.layer_label
+    gaps = list(dict.fromkeys(f"{g.scope}: {g.why}" for g in pred.gaps))
+    if gaps:
+        shown = gaps[:8] + ([f"... {len(gaps) - 8} more"] if len(gaps) > 8 else [])
+        scene.node("not followed", "not followed:\n" + "\n".join(shown), None, shape="note",
+                   fillcolor="#fff7d6")
+    return scene
+
+
+def draw_prediction(pred: "Prediction", direction: str = "TB", path: Optional[Union[str, Path]] = None) -> Drawing:
+    """See :meth:`Prediction.draw`."""
+    return to_digraph(prediction_scene(pred, direction), path)
+
+
+def written_at(layer: "PredictedLayer", torch_frames: bool = False) -> str:
+    """The innermost predicted place in the user's code (``file:line:col``), as the trace table shows."""
+    places = [p for p in layer.call_site or () if hasattr(p, "code")]
+    if not torch_frames:
+        user = [p for p in places if not library_file(p.code.filename)]  # type: ignore[union-attr]
+        if not user and places:
+            return "(in torch)"
+        places = user
+    if not places:
+        return "?" if layer.call_site is None else ""
+    place = places[-1]
+    col = f":{place.col + 1}" if place.col is not None else ""  # type: ignore[union-attr]
+    return f"{os.path.basename(place.code.filename)}:{place.line}{col}"  # type: ignore[union-attr]
+
+
+def prediction_table(pred: "Prediction", depth: Optional[int] = None, module: Optional[str] = None,
+                     limit: Optional[int] = None, width: int = 100, torch_frames: bool = False) -> str:
+    """``pred.table(...)``: rows of layers (modules deeper than ``depth`` as one row each), only
+    inside ``module``, the first ``limit`` rows, fitted to ``width`` columns."""
+    scopes = {layer.module for layer in pred.layers}
+
+    def depth_of(address: str) -> int:
+        parts = address.split(".")
+        return 0 if address == ROOT else sum(".".join(parts[:k]) in scopes for k in range(1, len(parts) + 1))
+
+    def folded(address: str) -> Optional[str]:
+        if depth is None or address == ROOT or depth_of(address) <= depth:
+            return None
+        parts = address.split(".")
+        return next(".".join(parts[:k]) for k in range(1, len(parts) + 1)
+                    if ".".join(parts[:k]) in scopes and depth_of(".".join(parts[:k])) > depth)
+
+    rows, seen = [], set()
+    for layer in pred.layers:
+        if module not in (None, ROOT) and not (layer.module == module or layer.module.startswith(f"{module}.")):
+            continue
+        box = folded(layer.module)
+        if box is None:
+            rows.append([layer.layer_label, str(layer.count), layer.module, written_at(layer, torch_frames)])
+        elif box not in seen:
+            seen.add(box)
+            count = sum(1 for other in pred.layers if folded(other.module) == box)
+            rows.append([f"[{box.rpartition('.')[2]}]", "", box, f"{count} layer{'s' if count != 1 else ''} inside"])
+    lines = [repr(pred), "", fit_table(["layer", "passes", "module", "written at"], rows[:limit] if limit else rows,
+                                       width, {2: True})]
+    if limit is not None and len(rows) > limit:
+        lines.append(f"... {len(rows) - limit} more rows (table(limit=None) shows all)")
+    return "\n".join(lines)
