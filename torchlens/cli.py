@@ -1,4 +1,4 @@
-"""The ``torchlens`` command line: ``lint`` and ``predict`` (``python -m torchlens`` too).
+"""The ``torchlens`` command line: ``lint``, ``predict``, ``draw`` and ``trace`` (``python -m torchlens`` too).
 
 Exit status: 0 clean, 1 findings, 2 usage or input error (a bad option, a bad configuration,
 a file that cannot be read or parsed, a target that cannot be imported). The ``lint`` path never
@@ -19,6 +19,8 @@ from typing import Callable, Optional, Sequence
 
 from torchlens import __version__
 from torchlens.analysis.errors import TorchLensError
+
+from .draw_cli import add_draw, add_trace
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -159,7 +161,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 #: Every command, in the order ``--help`` lists them.
-COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (add_lint, add_predict)
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (add_lint, add_predict, add_draw, add_trace)
 
 
 if __name__ == "__main__":

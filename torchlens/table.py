@@ -8,7 +8,7 @@ where a layer inside ``nn.Linear`` runs); ``depth``, ``module`` and ``limit`` fi
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from torchlens.analysis.table import fit_table, library_file
 
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from .trace import Trace
 
 
-def written_at(layer: "Layer", modules: dict, torch_frames: bool = False) -> str:
+def written_at(layer: "Layer", modules: Mapping[str, Any], torch_frames: bool = False) -> str:
     """The innermost place in the user's code, as ``file:line``; ``(in Linear)`` when every frame is torch's."""
-    places = [f for f in layer.call_site.frames if hasattr(f, "code")]
+    places: list[Any] = [f for f in layer.call_site.frames if hasattr(f, "code")]
     if not torch_frames:
         user = [p for p in places if not library_file(p.code.filename)]
         if not user and places:
@@ -60,7 +60,9 @@ def render_trace(trace: "Trace", depth: Optional[int] = None, module: Optional[s
                              f"({human(params)})" if params else "", f"{count} layer{'s' if count != 1 else ''} inside"])
             continue
         head = layer.ops[0]
-        op = f"{head.buffer.address} v{pass_ranges([o.buffer.version for o in layer.ops])}" if layer.is_buffer else layer.func_name
+        op = layer.func_name
+        if head.buffer is not None:
+            op = f"{head.buffer.address} v{pass_ranges([o.buffer.version for o in layer.ops if o.buffer])}"
         rows.append([layer.layer_label, op, str(layer.num_passes), shapes_text(layer.ops), layer.module,
                      params_text(layer.module, layer.params, trace), written_at(layer, trace.modules, torch_frames)])
     more = ""

@@ -34,7 +34,7 @@ def settings_for(options: CaptureOptions, view: str, show_buffers: Optional[str]
         raise TorchLensValueError(f"draw(view=...) must be 'rolled' or 'unrolled', got {view!r}")
     if direction not in DIRECTIONS:
         raise TorchLensValueError(f"draw(direction=...) must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
-    chosen = {k: v for k, v in (("show_buffers", show_buffers), ("show_containers", show_containers),
+    chosen: dict[str, Any] = {k: v for k, v in (("show_buffers", show_buffers), ("show_containers", show_containers),
                                 ("container_max_inline", container_max_inline)) if v is not None}
     options = dataclasses.replace(options, **chosen)  # validates like CaptureOptions does
     return Settings(view, options.show_buffers, options.show_containers, options.container_max_inline,

@@ -33,7 +33,7 @@ def decorate_containers(drawing: "TraceDrawing") -> None:
     """Add the container decoration ``drawing.settings.show_containers`` asks for."""
     level = drawing.settings.show_containers
     records = drawing.trace.containers
-    if not level or records is None:
+    if not isinstance(level, str) or records is None:
         return
     for root in records.roots:
         if root.role == MODEL_INPUT or root.spec.kind == ARGS:
