@@ -200,3 +200,26 @@ def test_tooltips_carry_the_explanation():
     assert "for _ in range(2)" not in text and "x = torch.tanh(x) * 0.5" in text and "^" in text
     assert "2 passes" in text and "scope: self (Looped)" in text
     assert 'tooltip="tanh_1: op tanh, 2 passes' in trace.draw().source
+
+
+class SixteenOutputs(nn.Module):
+    def forward(self, x):
+        return tuple(x * k for k in range(16))
+
+
+def test_a_flat_output_container_of_many_leaves_is_one_summary_node():
+    trace = tl.trace(SixteenOutputs(), torch.ones(2))
+    for level in ("collapsed", "nodes"):
+        source = trace.draw(show_containers=level).source
+        assert 'label="tuple x16 (model output)"' in source
+        assert not any(name.startswith("output_") for name in nodes(source))
+    unfolded = trace.draw(fold_repeats=False).source
+    assert len([n for n in nodes(unfolded) if n.startswith("output_")]) == 16
+    assert 'label="output_1 .. 16 x16' in trace.draw().source  # same-shaped outputs of one node fold
+
+
+def test_labels_level_puts_key_paths_on_the_real_edges_only():
+    trace = tl.trace(CacheLM(), torch.ones(2, 4))
+    source = trace.draw(show_containers="labels").source
+    assert "\"linear_1\" -> \"output_2\" [label=\"['past_key_values'][0][0]\"]" in source
+    assert '"container ' not in source

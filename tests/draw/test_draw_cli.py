@@ -11,7 +11,6 @@ import torch
 import torchlens as tl
 from models import cases as C
 from torchlens.cli import main
-from torchlens.predict import predict  # not tl.predict: the CLI test imports the torchlens.predict module first
 from torchlens.tensorexpr import parse_inputs
 
 CASES = str(Path(__file__).parents[1] / "models" / "cases.py")
@@ -48,7 +47,7 @@ def test_cli_draws_the_prediction_or_the_trace_and_prints_the_table(tmp_path, ca
 
 
 def test_prediction_draws_before_running_with_symbolic_passes():
-    pred = predict(C.WhileTensorCondition())
+    pred = tl.predict(C.WhileTensorCondition())
     source = pred.draw().source
     assert 'label="sum_1 xN+1' in source and 'label="add_1 xN' in source
     assert "<svg" in pred._repr_mimebundle_()["image/svg+xml"]
@@ -57,7 +56,7 @@ def test_prediction_draws_before_running_with_symbolic_passes():
 
 def test_check_report_colours_the_trace_and_has_a_legend():
     model = C.WhileTensorCondition()
-    report = tl.trace(model, torch.zeros(2, 2)).check_prediction(predict(model))
+    report = tl.trace(model, torch.zeros(2, 2)).check_prediction(tl.predict(model))
     source = report.draw().source
     assert 'subgraph "cluster_legend"' in source and '"legend unexecuted"' in source
     line = next(line for line in source.splitlines() if line.strip().startswith('"sum_1" ['))
@@ -79,7 +78,7 @@ def test_table_fits_100_columns_and_filters():
     only = trace.table(module="blocks.1")
     assert "linear_3" in only and "linear_1 " not in only
     assert "more rows" in trace.table(limit=2)
-    pred_table = predict(C.ResidualBlockList()).table(module="blocks.2")
+    pred_table = tl.predict(C.ResidualBlockList()).table(module="blocks.2")
     assert "linear_5" in pred_table and "linear_1 " not in pred_table
 
 
@@ -87,3 +86,11 @@ def test_table_names_buffer_rows_by_address():
     trace = tl.trace(C.BufferLoop(), torch.randn(2, 4))
     address = next(iter(trace.buffers))
     assert f"{address} v1-" in trace.table()
+
+
+def test_tl_trace_and_tl_predict_stay_functions_after_their_modules_are_imported():
+    import importlib
+
+    for name in ("predict", "trace"):  # what the import system does after importing a submodule
+        setattr(tl, name, importlib.import_module(f"torchlens.{name}"))
+    assert callable(tl.predict) and callable(tl.trace) and tl.predict.__module__ == "torchlens.predict"

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .trace_view import TraceDrawing
 
 CONTAINER_FILL = "#fff7d6"
-TIE = {"style": "dashed", "arrowhead": "none", "color": "#b0a060", "constraint": "false"}
+#: A member-of tie; mid-graph ties also leave the layout alone (``constraint=false``).
+TIE = {"style": "dashed", "arrowhead": "none", "color": "#b0a060"}
 
 
 def decorate_containers(drawing: "TraceDrawing") -> None:
@@ -111,11 +112,12 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
                 scene.edge(leaf, name, label=key)
         return
     _label_edges(drawing, leaves, is_input, is_output)
+    tie = TIE if is_input or is_output else {**TIE, "constraint": "false"}
     for leaf, _ in leaves:
         if is_input:
-            scene.edge(name, leaf, **TIE)
+            scene.edge(name, leaf, **tie)
         else:
-            scene.edge(leaf, name, **TIE)
+            scene.edge(leaf, name, **tie)
 
 
 def _label_edges(drawing: "TraceDrawing", leaves: list[tuple[str, str]], is_input: bool, is_output: bool) -> None:

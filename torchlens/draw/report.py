@@ -53,7 +53,10 @@ def draw_report(report: "PredictionReport", direction: str = "TB", path: Any = N
     mismatched = {m.layer_label: m for m in report.mismatched}
     for layer in trace.layers:
         node = scene.nodes.get(layer.layer_label)
-        if node is None or not _compared(layer):
+        if node is None:
+            continue
+        if not _compared(layer):
+            node.attrs["fillcolor"] = "white"  # not compared: no status colour
             continue
         status = "unpredicted" if layer.layer_label in unpredicted else "mismatched" if layer.layer_label in mismatched else "predicted"
         fill, border = STATUS[status]
