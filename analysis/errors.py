@@ -127,6 +127,7 @@ class ContainerTypeMissingError(TorchLensError, TypeError):
     """A loaded trace's container names a class this process has not registered or imported;
     the message says which class to import or register."""
 
+
 # -- drawing ---------------------------------------------------------------------------------
 
 

@@ -110,33 +110,11 @@ def param_count(trace: "Trace", addresses: Iterable[str]) -> int:
     return sum(prod(trace.params[p].shape) for a in addresses for p in trace.modules[a].params if p in trace.params)
 
 
-def call_parents(trace: "Trace", tree: ModuleTree) -> dict[str, Optional[str]]:
-    """Module call label -> the call of its drawn parent module it ran in (``None`` at the top).
-
-    The records name an op's innermost call only; a child's ``k``-th call is placed in its
-    parent's call by count when every parent call makes the same number of child calls, else
-    in the last parent call that had started (by its first op) before the child's first op.
-    """
-    first: dict[str, int] = {}
-    for i, op in enumerate(trace.ops):
-        if op.module_call is not None:
-            first.setdefault(op.module_call, i)
-    out: dict[str, Optional[str]] = {}
-    for address, module in tree.modules.items():
-        up = tree.parent.get(address)
-        for k, call in enumerate(module.calls, 1):
-            if up is None:
-                out[call] = None
-                continue
-            parent = tree.modules[up]
-            n = parent.num_calls
-            if n and module.num_calls % n == 0:
-                out[call] = parent.calls[(k - 1) // (module.num_calls // n)]
-                continue
-            mine = first.get(call, -1)
-            started = [c for c in parent.calls if first.get(c, len(trace.ops)) <= mine]
-            out[call] = started[-1] if started else parent.calls[0]
-    return out
+def call_parents(trace: "Trace") -> dict[str, Optional[str]]:
+    """Module call label -> the call it ran inside (``None`` directly inside the model's own call)."""
+    top = {call.label for call in trace.modules[ROOT].calls}
+    return {call.label: None if call.parent is None or call.parent in top else call.parent
+            for module in trace.modules.values() if module.address != ROOT for call in module.calls}
 
 
 def human(n: int) -> str:

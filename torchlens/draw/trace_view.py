@@ -149,8 +149,8 @@ class TraceDrawing:
         module = self.tree.modules[address]
         above = self.tree.parent.get(address)
         parent: Optional[str] = None
-        if call is not None and parent_call is not None and above is not None:
-            parent = self.module_cluster(above, parent_call, self.call_parent.get(parent_call))
+        if call is not None and parent_call is not None:
+            parent = self.module_cluster(_module_of(parent_call), parent_call, self.call_parent.get(parent_call))
         elif call is None and above is not None:
             parent = self.module_cluster(above)
         times = f" x{module.num_calls}" if call is None and module.num_calls > 1 else ""
@@ -203,7 +203,9 @@ class TraceDrawing:
         if call is None:
             return self.module_cluster(above)
         parent_call = self.call_parent.get(call)
-        return self.module_cluster(above, parent_call, self.call_parent.get(parent_call)) if parent_call else None
+        if parent_call is None:
+            return None
+        return self.module_cluster(_module_of(parent_call), parent_call, self.call_parent.get(parent_call))
 
     # -- the two views -----------------------------------------------------------------------------
 
@@ -242,7 +244,7 @@ class TraceDrawing:
 
     def unrolled(self) -> Scene:
         trace, tree = self.trace, self.tree
-        self.call_parent = call_parents(trace, tree)
+        self.call_parent = call_parents(trace)
         for i, op in enumerate(trace.ops):
             layer = op.layer
             if not layer_shown(trace, layer, self.settings):
@@ -278,7 +280,7 @@ class TraceDrawing:
     def _call_of(self, op: Op, address: str) -> Optional[str]:
         """The call of module ``address`` an op ran inside."""
         at: Optional[str] = op.module_call
-        while at is not None and at.rpartition(":")[0] != address:
+        while at is not None and _module_of(at) != address:
             at = self.call_parent.get(at)
         return at
 
@@ -388,6 +390,11 @@ class TraceDrawing:
             for head in heads[1:]:
                 rename[head] = heads[0]
                 del self.scene.nodes[head]
+
+
+def _module_of(call: str) -> str:
+    """``blocks.0:2`` -> ``blocks.0``."""
+    return call.rpartition(":")[0]
 
 
 def _same_block(a, b) -> bool:
