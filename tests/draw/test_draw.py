@@ -223,3 +223,28 @@ def test_labels_level_puts_key_paths_on_the_real_edges_only():
     source = trace.draw(show_containers="labels").source
     assert "\"linear_1\" -> \"output_2\" [label=\"['past_key_values'][0][0]\"]" in source
     assert '"container ' not in source
+
+
+class Pair(nn.Module):
+    def forward(self, x):
+        return torch.sin(x), torch.cos(x)
+
+
+class UsesPair(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = Pair()
+
+    def forward(self, x):
+        a, b = self.pair(x)
+        return a * b
+
+
+def test_mid_graph_containers_keep_dataflow_on_the_real_edges():
+    trace = tl.trace(UsesPair(), torch.ones(2), capture=tl.options.CaptureOptions(capture_container_structure=True))
+    source = trace.draw(show_containers="collapsed").source
+    assert '"sin_1" -> "mul_1" [label="[0]"]' in source and '"cos_1" -> "mul_1" [label="[1]"]' in source
+    assert 'label="tuple[2] (pair:1 output)' in source
+    tie = '"sin_1" -> "container pair:1/output" [style="dashed" arrowhead="none" color="#b0a060" constraint="false"]'
+    assert tie in source
+    assert not any(head.startswith("container") and tail != "sin_1" and tail != "cos_1" for tail, head in edges(source))

@@ -12,14 +12,16 @@ Each setting adds to the one before:
   sink node, on solid edges carrying the keys; mid-graph containers keep the dashed ties, and
   dataflow is never routed through a container node.
 
-Membership is per pass: a rolled node of several passes carries no container decoration.
+Membership is per pass: a rolled node of several passes carries no container decoration. The
+containers a module call is given are not drawn: their leaves are other ops' outputs, decorated
+where they were made (a model input, a module's return).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchlens.capture.containers import (ARGS, LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_OUTPUT, POSITIONAL,
+from torchlens.capture.containers import (LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_OUTPUT, POSITIONAL,
                                           Node, leaf_indices, path_text)
 
 if TYPE_CHECKING:
@@ -37,11 +39,11 @@ def decorate_containers(drawing: "TraceDrawing") -> None:
     if not isinstance(level, str) or records is None:
         return
     for root in records.roots:
-        if root.role == MODEL_INPUT or root.spec.kind == ARGS:
+        if root.role == MODEL_INPUT:
             for key, child in zip(root.spec.keys, root.spec.children):
-                if child.num_leaves and (child.kind != LEAF or root.role != MODEL_INPUT):
+                if child.num_leaves and child.kind != LEAF:
                     _decorate(drawing, root, child, (key,), level)
-        elif root.role in (MODEL_OUTPUT_ROLE, MODULE_OUTPUT) and root.spec.num_leaves:
+        elif root.role in (MODEL_OUTPUT_ROLE, MODULE_OUTPUT) and root.spec.num_leaves and root.spec.kind != LEAF:
             _decorate(drawing, root, root.spec, (), level)
 
 
@@ -90,7 +92,7 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
         return
     role = _role_text(root)
     is_input, is_output = root.role == MODEL_INPUT, root.role == MODEL_OUTPUT_ROLE
-    if level == "labels" or node.kind == LEAF:
+    if level == "labels":
         _label_edges(drawing, leaves, is_input, is_output)
         return
     name = f"container {root.id}{path_text(root.spec, prefix)}"
