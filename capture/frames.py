@@ -52,6 +52,14 @@ class ChainInterner:
 
     def intern(self, frames: list) -> int:
         """The chain id of ``frames`` (innermost first, as :func:`read_stack` gives them)."""
+        if len(frames) == 1:  # torch called straight from forward: the common case, made cheap
+            frame = frames[0]
+            code = frame.f_code
+            raw: tuple = (id(code), frame.f_lasti)
+            chain = self._raw.get(raw)
+            if chain is None:
+                chain = self._raw[raw] = self._normalise([code], raw[1:], None)
+            return chain
         codes = [f.f_code for f in reversed(frames)]
         raw = (*map(id, codes), *[f.f_lasti for f in reversed(frames)])
         closures = None

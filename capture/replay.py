@@ -11,7 +11,7 @@ is replaced by a snapshot, so nothing the model or the caller does afterwards re
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
 import torch
@@ -186,4 +186,4 @@ def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor])
         return own(tensor) if call.sources[k] == -1 else PRODUCED
 
     args, kwargs = substitute(call.args, call.kwargs, keep)
-    return replace(call, args=args, kwargs=kwargs)
+    return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots)

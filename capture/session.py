@@ -239,17 +239,19 @@ class Capture(LeavesStack, TorchFunctionMode):
         parents = [s if s >= 0 else -s - 2 for s in sources if s != -1]
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
-        replay = (RecordedCall(func, *freeze(args, kwargs), sources, self._alias_snapshots(args, kwargs, sources),
-                               self.modes.index)
-                  if self.keep_all else None)
+        replay = None
+        if self.keep_all:
+            snapshots = self._alias_snapshots(args, kwargs, sources) if self.storage_writer else {}
+            replay = RecordedCall(func, *freeze(args, kwargs), sources, snapshots, self.modes.index)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
                               tensor.dtype, parents, params, replay=replay))
 
     def add_op(self, op: RawOp) -> int:
         """Append a recorded op, dropping its output unless it is selected; return its index."""
-        index = len(self.raw.ops)
-        self.raw.ops.append(op)
+        ops = self.raw.ops
+        index = len(ops)
+        ops.append(op)
         tensor = op.out
         if self.raw.gradients is not None:
             self.suspended += 1  # register_hook dispatches to the mode
@@ -257,8 +259,9 @@ class Capture(LeavesStack, TorchFunctionMode):
                 self.raw.gradients.watch(index, tensor)
             finally:
                 self.suspended -= 1
-        self.set_producer(tensor, index)
+        self.producer[id(tensor)] = index
         if not self.keep_all:
+            self.refs[id(tensor)] = weakref.ref(tensor)  # type: ignore[index]
             labels = self.labels.add(index, op) if self.labels is not None else None
             # Buffer versions are kept while the capture runs (the journal compares them) and
             # selected at its end (:meth:`drop_unselected_buffers`).
@@ -320,9 +323,14 @@ class Capture(LeavesStack, TorchFunctionMode):
         """
         sources: list[int] = []
         params: list[str] = []
+        producer, refs, writers = self.producer, self.refs, self.storage_writer
         for value in (*args, *kwargs.values()) if kwargs else args:
             if isinstance(value, _Tensor):
-                sources.append(self._source(value, params))
+                # The common case inline: the output of an op, no weak check, no aliased write.
+                index = producer.get(id(value))
+                if index is None or refs is not None or writers:
+                    index = self._source(value, params)
+                sources.append(index)
             elif type(value) is list or type(value) is tuple:
                 for item in value:
                     if isinstance(item, _Tensor):
@@ -374,8 +382,11 @@ class Capture(LeavesStack, TorchFunctionMode):
     def _site(self, frame) -> tuple[int, int, Optional[tuple[int, ...]]]:
         """Scope, module call and call-site chain of an op called from ``frame``."""
         frames, stop = read_stack(frame, self.roles)
-        segments: list[int] = [self.interner.intern(frames)] if frames else []
         level = len(self.stack) - 1
+        if stop is not None and stop.f_code is not _CALL_IMPL_INNER and frames and level >= 0:
+            call = self.stack[level]  # no hook in the way: the common case, made cheap
+            return self.raw.calls[call][0], call, (self.interner.intern(frames),)
+        segments: list[int] = [self.interner.intern(frames)] if frames else []
         while stop is not None and self._is_hook_call(stop) and level >= 0:
             hooked = self.raw.calls[self.stack[level]][0]
             level -= 1
