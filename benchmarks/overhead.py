@@ -3,9 +3,9 @@
 Prints, in one run, per model: raw forward ms; the floor's ms (a ``TorchFunctionMode`` written
 here that only walks the frames to the module boundary and appends ``(func, chain, output)``);
 ``tl.trace``'s ms; both ratios to raw, the trace's ratio to the floor, and the microseconds each
-adds per op. Then peak memory: each model runs in a fresh process (raw, ``tl.trace`` and
-``save="none"``), and the growth of the process's peak RSS over the model's own footprint is
-reported with what the trace itself holds (``trace.nbytes``).
+adds per op. Then peak memory (Linux): each model runs in a fresh process (raw, ``tl.trace``
+and ``save="none"``), and the growth of the process's peak resident memory over the built
+model's is reported with what the trace itself holds (``trace.nbytes``).
 
 Runs on one intra-op thread so the ratios measure per-op work, not thread scheduling. The
 machine may be noisy: the three timings are interleaved and each keeps its best of ``--repeat``.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -135,22 +134,46 @@ def timings(model: nn.Module, inputs: tuple, repeat: int) -> dict[str, float]:
     return best
 
 
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+
+
+def marginal(repeat: int) -> list[list[str]]:
+    """Per-op cost alone, without any per-trace cost: the Linear+tanh loop at 50 and at 150
+    steps, and the difference in time over the 200 ops the longer loop adds."""
+    runs = {}
+    x = torch.randn(8, 64)
+    for steps in (50, 150):
+        model = TanhLoop(steps=steps).eval()
+        with torch.no_grad():
+            runs[steps] = timings(model, (x,), repeat)
+    raw = (runs[150]["raw"] - runs[50]["raw"]) / 200 * 1e6
+    cells = {k: (runs[150][k] - runs[50][k]) / 200 * 1e6 for k in ("floor", "trace")}
+    return [["Linear+tanh loop, 50 -> 150 steps", f"{raw:.1f}", f"{cells['floor']:.1f}", f"{cells['trace']:.1f}",
+             f"{(cells['trace'] - raw) / (cells['floor'] - raw):.2f}x"]]
+
+
 def peak(name: str, mode: str) -> dict:
-    """In this (fresh) process: peak-RSS growth in MB of one forward pass of ``mode``
-    (``raw``, ``all`` or ``none``) over the built model, and what a trace holds."""
+    """In this (fresh) process: how far one forward pass of ``mode`` (``raw``, ``all`` or
+    ``none``) raises the resident memory above the built model's (Linux: the peak is reset
+    through ``/proc/self/clear_refs`` first), and what the trace holds."""
     make_model, make_inputs = MODELS[name]
     torch.manual_seed(0)
     model, inputs = make_model().eval(), make_inputs()
     with torch.no_grad():
         model(*inputs)  # allocator and lazy-init warm-up, outside the measured growth
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")  # reset the peak resident size to the current one
+        before = _status_kb("VmRSS")
         held = 0
         if mode == "raw":
             model(*inputs)
         else:
             trace = tl.trace(model, *inputs, capture=tl.options.CaptureOptions(save=mode))
             held = trace.nbytes
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        after = _status_kb("VmHWM")
     return {"peak_mb": (after - before) / 1024, "held_mb": held / 2**20}
 
 
@@ -194,9 +217,13 @@ def main() -> None:
         ])
     print(format_table(["model", "ops", "raw ms", "floor ms", "trace ms", "floor/raw", "trace/raw",
                         "trace/floor", "floor us/op", "trace us/op"], rows))
+    print()
+    print("per op alone (time per extra op; last column: trace's added cost over the floor's)")
+    print(format_table(["model", "raw us/op", "floor us/op", "trace us/op", "trace/floor added"],
+                       marginal(args.repeat)))
     if not args.no_memory:
         print()
-        print("peak RSS growth of one forward pass (MB, fresh process each) and what the trace holds (MB)")
+        print("peak resident memory added by one forward pass (MB, fresh process each) and what the trace holds (MB)")
         print(format_table(["model", "raw", "trace", "held", 'save="none"', "held"], memory_rows()))
 
 
