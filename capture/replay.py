@@ -186,4 +186,4 @@ def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor])
         return own(tensor) if call.sources[k] == -1 else PRODUCED
 
     args, kwargs = substitute(call.args, call.kwargs, keep)
-    return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots)
+    return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots, call.modes)
