@@ -12,8 +12,8 @@ Importing ``torchlens`` does not import torch: the public names below load on fi
 
 from __future__ import annotations
 
-import importlib
-import sys
+import importlib as _importlib
+import sys as _sys
 from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +55,11 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     where = _EXPORTS.get(name)
     if where is None:
         raise AttributeError(f"module 'torchlens' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    value = getattr(_importlib.import_module(f"{__name__}.{where}"), name)
     globals()[name] = value
     return value
 
@@ -78,4 +78,4 @@ class _Package(_ModuleType):
         super().__setattr__(name, value)
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package
