@@ -248,3 +248,43 @@ def test_mid_graph_containers_keep_dataflow_on_the_real_edges():
     tie = '"sin_1" -> "container pair:1/output" [style="dashed" arrowhead="none" color="#b0a060" constraint="false"]'
     assert tie in source
     assert not any(head.startswith("container") and tail != "sin_1" and tail != "cos_1" for tail, head in edges(source))
+
+
+def test_edges_into_and_out_of_a_collapsed_module_carry_its_call_numbers():
+    source = tl.trace(C.ResidualBlockLoop(), torch.randn(2, 4)).draw(collapse="block").source
+    assert 'label="block x3\\nResidualBlock' in source
+    assert '"input_1" -> "block" [label="to 1"]' in source
+    assert '"block" -> "output_1" [label="3"]' in source
+    assert '"block" -> "block" [label="1-2" constraint="false"' in source  # call k feeds call k+1
+
+
+class SumOfList(nn.Module):
+    def forward(self, xs):
+        return torch.stack(xs).sum(0)
+
+
+class FeedsList(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = SumOfList()
+
+    def forward(self, x):
+        a = torch.sin(x)
+        return self.head([a, torch.cos(x)]) * a
+
+
+def test_a_container_passed_into_a_module_call_is_drawn_with_keys_on_the_edges_into_the_call():
+    trace = tl.trace(FeedsList(), torch.ones(2), capture=tl.options.CaptureOptions(capture_container_structure=True))
+    labels = trace.draw(show_containers="labels").source
+    assert '"sin_1" -> "stack_1" [label="[0][0]"]' in labels and '"cos_1" -> "stack_1" [label="[0][1]"]' in labels
+    assert '"sin_1" -> "mul_1"\n' in labels  # the same leaf used outside the call: no key
+    assert '"container ' not in labels
+    collapsed = trace.draw(show_containers="collapsed").source
+    assert 'label="list[2] (head:1 input)' in collapsed
+    tie = '[style="dashed" arrowhead="none" color="#b0a060" constraint="false"]'
+    assert f'"sin_1" -> "container head:1/input[0]" {tie}' in collapsed
+    assert f'"cos_1" -> "container head:1/input[0]" {tie}' in collapsed
+    folded = trace.draw(show_containers="collapsed", collapse="head").source
+    assert '"sin_1" -> "head" [label="[0][0]"]' in folded
+    unrolled = trace.draw(show_containers="nodes", view="unrolled").source
+    assert '"cos_1:1" -> "stack_1:1" [label="[0][1]"]' in unrolled

@@ -3,7 +3,8 @@
 Each setting adds to the one before:
 
 - ``"labels"``: the key path (``['logits']``, ``[1][0]``, ``.hidden``) on the edge out of a
-  model-input leaf, into a model-output leaf, and on the edges out of a module's returned leaf.
+  model-input leaf, into a model-output leaf, on the edges out of a module's returned leaf, and
+  on the edges that carry a leaf of a container passed into a module call into that call.
 - ``"collapsed"``: one node per container, ``dict[3] (model output)``, listing up to
   ``container_max_inline`` keys, tied to its leaves by light dashed member-of lines; a flat
   container of more leaves than that is summarised by one node, ``tuple x16 (model output)``,
@@ -12,17 +13,18 @@ Each setting adds to the one before:
   sink node, on solid edges carrying the keys; mid-graph containers keep the dashed ties, and
   dataflow is never routed through a container node.
 
-Membership is per pass: a rolled node of several passes carries no container decoration. The
-containers a module call is given are not drawn: their leaves are other ops' outputs, decorated
-where they were made (a model input, a module's return).
+Membership is per pass: a rolled node of several passes carries no container decoration. A
+container given to a module call (``self.head([a, b])``) is a mid-graph container titled by the
+call (``list[2] (head:1 input)``): its leaves are other ops' outputs, tied to it, and its keys
+label only the edges that enter the call.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchlens.capture.containers import (LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_OUTPUT, POSITIONAL,
-                                          Node, leaf_indices, path_text)
+from torchlens.capture.containers import (LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_INPUT, MODULE_OUTPUT,
+                                          POSITIONAL, Node, leaf_indices, path_text)
 
 if TYPE_CHECKING:
     from .trace_view import TraceDrawing
@@ -39,7 +41,7 @@ def decorate_containers(drawing: "TraceDrawing") -> None:
     if not isinstance(level, str) or records is None:
         return
     for root in records.roots:
-        if root.role == MODEL_INPUT:
+        if root.role in (MODEL_INPUT, MODULE_INPUT):
             for key, child in zip(root.spec.keys, root.spec.children):
                 if child.num_leaves and child.kind != LEAF:
                     _decorate(drawing, root, child, (key,), level)
@@ -74,7 +76,7 @@ def _leaf_nodes(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple) -
         if rolled and op.layer.num_passes > 1:
             continue  # per-pass membership: a rolled node of several passes carries no decoration
         name = drawing.node_of.get(op.layer_label if rolled else op.label)
-        if name is not None and drawing.passes.get(name, 0) > 0:
+        if name is not None and name not in drawing.module_nodes:
             out.append((name, path_text(root.spec, path)))
     return out
 
@@ -92,8 +94,9 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
         return
     role = _role_text(root)
     is_input, is_output = root.role == MODEL_INPUT, root.role == MODEL_OUTPUT_ROLE
+    into = drawing.nodes_inside(root.id.partition("/")[0]) if root.role == MODULE_INPUT else None
     if level == "labels":
-        _label_edges(drawing, leaves, is_input, is_output)
+        _label_edges(drawing, leaves, is_output, into)
         return
     name = f"container {root.id}{path_text(root.spec, prefix)}"
     max_inline = drawing.settings.container_max_inline
@@ -105,7 +108,6 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
     shown = ", ".join(keys[:max_inline]) + (f", +{len(keys) - max_inline} more" if len(keys) > max_inline else "")
     label = _title(node, role) + (f"\n{shown}" if max_inline and keys else "")
     scene.node(name, label, None, shape="folder", fillcolor=CONTAINER_FILL, style="filled")
-    drawing.passes[name] = 0
     if level == "nodes" and (is_input or is_output):
         for leaf, key in leaves:
             if is_input:
@@ -113,7 +115,7 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
             else:
                 scene.edge(leaf, name, label=key)
         return
-    _label_edges(drawing, leaves, is_input, is_output)
+    _label_edges(drawing, leaves, is_output, into)
     tie = TIE if is_input or is_output else {**TIE, "constraint": "false"}
     for leaf, _ in leaves:
         if is_input:
@@ -122,11 +124,15 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
             scene.edge(leaf, name, **tie)
 
 
-def _label_edges(drawing: "TraceDrawing", leaves: list[tuple[str, str]], is_input: bool, is_output: bool) -> None:
-    """Key labels on the real edges: out of input leaves, into output leaves, out of module returns."""
+def _label_edges(drawing: "TraceDrawing", leaves: list[tuple[str, str]], is_output: bool,
+                 into: Optional[set[str]]) -> None:
+    """Key labels on the real edges: out of input leaves, into output leaves, out of module returns,
+    and out of a module call's argument leaves into the nodes ``into`` of that call."""
     keys = dict(leaves)
     for tail, head, attrs in drawing.scene.edges:
         end = head if is_output else tail
+        if into is not None and head not in into:
+            continue
         if end in keys and attrs.get("style") != "dashed":
             attrs["label"] = f"{attrs['label']} {keys[end]}" if "label" in attrs else keys[end]
 
@@ -137,7 +143,6 @@ def _summarise(drawing: "TraceDrawing", name: str, label: str, members: list[str
     first: Optional[Any] = scene.nodes.get(members[0])
     scene.node(name, label, first.cluster if first else None, shape="oval", fillcolor=CONTAINER_FILL,
                style="filled", peripheries="2")
-    drawing.passes[name] = 1
     gone = set(members)
     for member in members:
         scene.nodes.pop(member, None)

@@ -12,7 +12,7 @@ never from saved outputs, so traces that kept no outputs draw the same.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from torchlens.analysis.dot import Cluster, Scene
 from torchlens.analysis.explain import explain_layer
@@ -136,8 +136,12 @@ class TraceDrawing:
         self.node_of: dict[str, str] = {}
         #: Draw order of every node (first execution), for loop-carried edges.
         self.order: dict[str, int] = {}
-        #: Passes of each drawn node (0 for module nodes).
+        #: Passes of each drawn node; a module's node counts its calls (rolled) or is one call (unrolled).
         self.passes: dict[str, int] = {}
+        #: Nodes that stand for a collapsed module (rolled) or module call (unrolled).
+        self.module_nodes: set[str] = set()
+        #: Module call label -> the call it ran inside.
+        self.call_parent = call_parents(trace)
 
     # -- clusters --------------------------------------------------------------------------------
 
@@ -184,8 +188,16 @@ class TraceDrawing:
         cluster = self._cluster_for(address, call)
         self.scene.node(name, "\n".join(lines), cluster, fillcolor=MODULE_FILL, style="filled", shape="box3d")
         self.order[name] = order
-        self.passes[name] = 0
+        self.passes[name] = module.num_calls if call is None else 1
+        self.module_nodes.add(name)
         return name
+
+    def nodes_inside(self, call: str) -> set[str]:
+        """The drawn nodes of the ops that ran inside a module call (or its own collapsed node)."""
+        rolled = self.settings.view == "rolled"
+        names = (self.node_of.get(op.layer_label if rolled else op.label) for op in self.trace.ops
+                 if op.module_call is not None and self._inside_call(op, call))
+        return {name for name in names if name is not None}
 
     def _inside_call(self, op: Op, call: str) -> bool:
         at: Optional[str] = op.module_call
@@ -211,7 +223,6 @@ class TraceDrawing:
 
     def rolled(self) -> Scene:
         trace, tree = self.trace, self.tree
-        self.call_parent: dict[str, Optional[str]] = {}
         for i, layer in enumerate(trace.layers):
             if not layer_shown(trace, layer, self.settings):
                 continue
@@ -225,26 +236,11 @@ class TraceDrawing:
             self.passes[name] = layer.num_passes
             cluster = self.module_cluster(layer.module) if layer.module != ROOT else None
             self.scene.node(name, self.layer_label(layer), cluster, **self.layer_attrs(layer))
-        edges = _Edges()
-        for op in trace.ops:
-            head = self.node_of.get(op.layer_label)
-            if head is None:
-                continue
-            for parent_label in op.parents:
-                parent = trace.ops[parent_label]
-                tail = self.node_of.get(parent.layer_label)
-                if tail is None or (tail == head and self.passes[head] == 0):
-                    continue
-                edges.add(tail, head, parent.pass_num, op.pass_num)
-        if self.settings.fold_repeats:
-            self.fold_repeats(edges)
-        for (tail, head), tail_passes in edges.tails.items():
-            self.scene.edge(tail, head, **self.rolled_edge_attrs(tail, head, tail_passes, edges.heads[(tail, head)]))
+        self.write_edges(lambda op: op.layer_label)
         return self.scene
 
     def unrolled(self) -> Scene:
         trace, tree = self.trace, self.tree
-        self.call_parent = call_parents(trace)
         for i, op in enumerate(trace.ops):
             layer = op.layer
             if not layer_shown(trace, layer, self.settings):
@@ -262,20 +258,44 @@ class TraceDrawing:
             elif layer.module != ROOT:
                 cluster = self.module_cluster(layer.module)
             self.scene.node(op.label, self.op_label(op), cluster, **self.layer_attrs(layer, op))
+        self.write_edges(lambda op: op.label)
+        return self.scene
+
+    def write_edges(self, node_key: Callable[[Op], str]) -> None:
+        """An edge for each pair of drawn nodes that parent links join, with the passes it carries.
+
+        ``node_key`` names an op's node: its layer label (rolled) or its own label (unrolled). A
+        link inside one collapsed module call draws nothing; one from a module's call to a later
+        call of it is a loop-carried edge.
+        """
         edges = _Edges()
-        for op in trace.ops:
-            head = self.node_of.get(op.label)
+        for op in self.trace.ops:
+            head = self.node_of.get(node_key(op))
             if head is None:
                 continue
             for parent_label in op.parents:
-                tail = self.node_of.get(parent_label)
-                if tail is not None and tail != head:
-                    edges.add(tail, head, 1, 1)
+                parent = self.trace.ops[parent_label]
+                tail = self.node_of.get(node_key(parent))
+                if tail is None:
+                    continue
+                tail_pass, head_pass = self.pass_at(tail, parent), self.pass_at(head, op)
+                if tail == head and tail in self.module_nodes and tail_pass == head_pass:
+                    continue
+                edges.add(tail, head, tail_pass, head_pass)
         if self.settings.fold_repeats:
             self.fold_repeats(edges)
-        for tail, head in edges.tails:
-            self.scene.edge(tail, head)
-        return self.scene
+        for (tail, head), tail_passes in edges.tails.items():
+            self.scene.edge(tail, head, **self.edge_attrs(tail, head, tail_passes, edges.heads[(tail, head)]))
+
+    def pass_at(self, node: str, op: Op) -> int:
+        """Which pass of ``node`` an op is: its pass (rolled layer), the number of the module's call
+        it ran in (rolled module node), or 1 (unrolled: a node per op or per call)."""
+        if self.settings.view == "unrolled":
+            return 1
+        if node in self.module_nodes:
+            call = self._call_of(op, node)
+            return int(call.rpartition(":")[2]) if call is not None else 1
+        return op.pass_num
 
     def _call_of(self, op: Op, address: str) -> Optional[str]:
         """The call of module ``address`` an op ran inside."""
@@ -313,12 +333,12 @@ class TraceDrawing:
             attrs["tooltip"] = explain_layer(self.trace, layer)
         return attrs
 
-    def rolled_edge_attrs(self, tail: str, head: str, tail_passes: list[int], head_passes: list[int]) -> dict[str, str]:
+    def edge_attrs(self, tail: str, head: str, tail_passes: list[int], head_passes: list[int]) -> dict[str, str]:
         attrs: dict[str, str] = {}
         n_tail, n_head = self.passes[tail], self.passes[head]
         tails, heads = sorted(set(tail_passes)), sorted(set(head_passes))
-        tail_all = n_tail == 0 or tails == list(range(1, n_tail + 1))
-        head_all = n_head == 0 or heads == list(range(1, n_head + 1))
+        tail_all = tails == list(range(1, n_tail + 1))
+        head_all = heads == list(range(1, n_head + 1))
         if not tail_all:
             attrs["label"] = pass_ranges(tails)
         elif not head_all:
@@ -335,7 +355,7 @@ class TraceDrawing:
         Siblings fold when they share a type, a box, a layer (or op) count and parameter count,
         and each feeds the next; the first node is kept, relabelled ``first .. last xN``.
         """
-        nodes = [n for n in self.scene.nodes.values() if self.passes.get(n.name) == 0]
+        nodes = [n for n in self.scene.nodes.values() if n.name in self.module_nodes]
         nodes.sort(key=lambda n: self.order[n.name])
         linked = set(edges.tails)
         runs: list[list] = []
@@ -364,8 +384,8 @@ class TraceDrawing:
         merged = _Edges()
         for key, tail_passes in edges.tails.items():
             tail, head = rename.get(key[0], key[0]), rename.get(key[1], key[1])
-            if tail == head and self.passes[head] == 0:
-                continue
+            if tail == head and key[0] != key[1]:
+                continue  # one folded block feeding the next
             for t, h in zip(tail_passes, edges.heads[key]):
                 merged.add(tail, head, t, h)
         edges.tails, edges.heads = merged.tails, merged.heads
