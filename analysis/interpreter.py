@@ -57,7 +57,7 @@ from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, 
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
                      concrete_args, contains, element_of, identical, join, may_hold_tensor, truth, type_of)
 
-__all__ = ["Interpreter", "Frame", "Boundary", "Budget", "Signal", "Exit"]
+__all__ = ["Interpreter", "Frame", "Boundary", "Budget", "Limits", "Signal", "Exit"]
 
 #: Interpreted calls nested deeper than this are not followed (a note says so).
 MAX_DEPTH = 80
@@ -73,15 +73,38 @@ _STDLIB_PURE = frozenset({"inspect", "typing", "dataclasses", "enum", "collectio
 _SILENT = frozenset({"warnings", "logging"})
 
 
-#: Default limits of one prediction: interpreted steps and seconds.
-MAX_STEPS = 1_000_000
-MAX_SECONDS = 5.0
 #: Steps between two looks at the clock.
 _CLOCK_EVERY = 256
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How far one prediction may go.
+
+    ``steps`` (statements, calls and loop items interpreted) is the budget: where it ends does
+    not depend on the machine or its load. ``seconds`` is an outer guard against steps that are
+    slow (time spent reading source files is not counted; ``math.inf``: no clock)."""
+
+    steps: int = 1_000_000
+    seconds: float = 5.0
+
+    def given(self, steps: Optional[int], seconds: Optional[float]) -> Limits:
+        """These limits with the ones given (``None``: keep this one)."""
+        return Limits(self.steps if steps is None else steps, self.seconds if seconds is None else seconds)
+
+
+#: The limits of a prediction that names none (read when a prediction starts; the test suite
+#: lifts ``seconds`` so that no test's result depends on the machine's load).
+DEFAULT_LIMITS = Limits()
+
+
 class Budget(Exception):
     """Raised when a prediction runs past its step or time budget (a huge or looping program)."""
+
+    def __init__(self, message: str, option: str) -> None:
+        super().__init__(message)
+        #: The keyword that allows more (``max_steps`` or ``max_seconds``).
+        self.option = option
 
 
 class Exit(Enum):
@@ -215,7 +238,7 @@ Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
 class Interpreter:
     """One abstract run (the visitor). Use :mod:`torchlens.analysis.predict`."""
 
-    def __init__(self, host: Host, max_steps: int = MAX_STEPS, max_seconds: float = MAX_SECONDS) -> None:
+    def __init__(self, host: Host, limits: Optional[Limits] = None) -> None:
         self.host = host
         self.events: list[Event] = []
         self.gaps: list[Gap] = []
@@ -229,14 +252,13 @@ class Interpreter:
         self.exits = 0
         #: Generator bodies started by this run (closed when it ends).
         self.resumables: list[Resumable] = []
-        self.deadline = time.perf_counter() + max_seconds
-        self.max_seconds = max_seconds
+        self.limits = DEFAULT_LIMITS if limits is None else limits
+        self.deadline = time.perf_counter() + self.limits.seconds
         self.stack: list[Any] = []
         self.mult: Count = ONE
         self.recording = True
         self.bypass_check = False
         self.steps = 0
-        self.max_steps = max_steps
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
         self._keep: list[Any] = []
@@ -268,10 +290,10 @@ class Interpreter:
 
     def step(self) -> None:
         self.steps += 1
-        if self.steps > self.max_steps:
-            raise Budget(f"stopped after {self.max_steps:,} interpreted steps{self.where()}")
+        if self.steps > self.limits.steps:
+            raise Budget(f"stopped after {self.limits.steps:,} interpreted steps{self.where()}", "max_steps")
         if self.steps % _CLOCK_EVERY == 0 and time.perf_counter() > self.deadline:
-            raise Budget(f"stopped after {self.max_seconds:g} s{self.where()}")
+            raise Budget(f"stopped after {self.limits.seconds:g} s{self.where()}", "max_seconds")
 
     def where(self, node: Optional[ast.AST] = None) -> str:
         """`` at file:line in function`` of ``node`` (else of the current call) in the innermost

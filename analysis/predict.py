@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 from .errors import PredictionError, SourceUnavailableError
 from .host import Host
 from .events import Gap
-from .interpreter import MAX_SECONDS, Boundary, Budget, Interpreter
+from .interpreter import DEFAULT_LIMITS, Boundary, Budget, Interpreter
 from .passes import Count
 from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
@@ -33,33 +33,35 @@ from .values import Instance, Tensor, Value
 __all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "abstract_inputs"]
 
 
-def predict_function(fn: Callable, *args: Any, host: Host, max_seconds: float = MAX_SECONDS,
-                     **kwargs: Any) -> Prediction:
+def predict_function(fn: Callable, *args: Any, host: Host, max_steps: Optional[int] = None,
+                     max_seconds: Optional[float] = None, **kwargs: Any) -> Prediction:
     """Predict the ops ``fn(*args, **kwargs)`` records, its frame being the chain's start.
 
-    ``max_seconds`` bounds the run (as in every ``predict_*``): past it, the places not yet
-    read become a gap saying where the prediction stopped."""
-    run = Interpreter(host, max_seconds=max_seconds)
+    ``max_steps`` bounds the run (as in every ``predict_*``; interpreted statements, calls and
+    loop items, the same on every machine) and ``max_seconds`` is an outer guard (``math.inf``:
+    none); ``None`` takes :data:`~analysis.interpreter.DEFAULT_LIMITS`. Past either, the places
+    not yet read become a gap saying where the prediction stopped."""
+    run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
     values = [run.wrap(a) for a in args]
     return _run(run, getattr(fn, "__qualname__", repr(fn)),
                 lambda: run.call(run.wrap(fn), values, {k: run.wrap(v) for k, v in kwargs.items()}))
 
 
-def predict_module(module: Any, *args: Any, host: Host, max_seconds: float = MAX_SECONDS,
-                   **kwargs: Any) -> Prediction:
+def predict_module(module: Any, *args: Any, host: Host, max_steps: Optional[int] = None,
+                   max_seconds: Optional[float] = None, **kwargs: Any) -> Prediction:
     """Predict a live module's forward pass (``module(*args, **kwargs)``)."""
-    run = Interpreter(host, max_seconds=max_seconds)
+    run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
     forward = host.module_forward(module)
     values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=False)
     return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False)
 
 
-def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_seconds: float = MAX_SECONDS,
-                  **kwargs: Any) -> Prediction:
+def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_steps: Optional[int] = None,
+                  max_seconds: Optional[float] = None, **kwargs: Any) -> Prediction:
     """Predict a module class's forward pass from its source alone (``__init__`` builds it)."""
     if not isinstance(cls, type) or not host.is_module_class(cls):
         raise PredictionError(f"predict_class needs a module class, got {cls!r}")
-    run = Interpreter(host, max_seconds=max_seconds)
+    run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
     instance = run.construct(cls, [run.wrap(a) for a in init_args], {})
     if not isinstance(instance, Instance):
         raise PredictionError(f"could not read how {cls.__qualname__} is built")
@@ -121,7 +123,7 @@ def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool
         start()
     except Budget as stop:
         stopped = f"prediction incomplete: {stop}; what runs after that point is not predicted " \
-                  "(pass max_seconds= to allow more)"
+                  f"(pass {stop.option}= to allow more)"
     except RecursionError:
         stopped = "prediction incomplete: the program nests deeper than Python's recursion limit"
     finally:

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -101,7 +103,8 @@ def _compare_prediction(model: GeneratedModel) -> list[Disagreement]:
     if not model.expected.predictable:
         return []
     try:
-        prediction = tl.predict(model.make())
+        # The step budget alone: a campaign's verdicts depend on its seed, never on the load.
+        prediction = tl.predict(model.make(), max_seconds=math.inf)
     except Exception as error:
         return [Disagreement("prediction", f"tl.predict raised {type(error).__name__}: {error}")]
     if prediction is None:

@@ -2,14 +2,20 @@
 when it saved its outputs, replayed op by op (``validate_forward_pass``)."""
 
 import importlib.util
+import math
 
 import pytest
 from hypothesis import settings
+
+from torchlens.analysis import interpreter
 
 # No test depends on luck: every hypothesis draw is derived from the test itself, and no example
 # saved by one run can make a later run fail.
 settings.register_profile("torchlens", derandomize=True, database=None)
 settings.load_profile("torchlens")
+
+# Nor on the machine's load: predictions stop on their step budget alone, never on the clock.
+interpreter.DEFAULT_LIMITS = interpreter.Limits(seconds=math.inf)
 
 if importlib.util.find_spec("torch") is not None:
     import torchlens

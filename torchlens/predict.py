@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from torch import nn
 
 from torchlens.analysis.arguments import check_instance, wrong_type
-from torchlens.analysis.interpreter import MAX_SECONDS
 from torchlens.analysis.keys import LayerKey, layer_labels
 from torchlens.analysis.predict import predict_class, predict_module
 from torchlens.analysis.prediction import Prediction
@@ -29,22 +28,24 @@ if TYPE_CHECKING:
 __all__ = ["predict", "check_prediction", "PredictionReport", "Miss", "Mismatch"]
 
 
-def predict(model_or_class: Union[nn.Module, type], *inputs: Any, max_seconds: float = MAX_SECONDS,
-            **forward_kwargs: Any) -> Prediction:
+def predict(model_or_class: Union[nn.Module, type], *inputs: Any, max_steps: Optional[int] = None,
+            max_seconds: Optional[float] = None, **forward_kwargs: Any) -> Prediction:
     """Predict the layers ``tl.trace(model, *inputs)`` will record, without running the model.
 
     ``inputs`` are optional: a tensor says "this argument is a tensor", anything else is a
     constant; parameters not given are tensors when they have no default. A class is read
-    from its source alone (``__init__`` tells its submodules). ``max_seconds`` bounds the time
-    spent interpreting (reading source files is not counted): past it the prediction stops,
-    and a gap and a note say where.
+    from its source alone (``__init__`` tells its submodules). ``max_steps`` bounds the
+    interpreted statements, calls and loop items (1,000,000 by default; where it stops is the
+    same on every machine), ``max_seconds`` the time spent interpreting as an outer guard (5 s
+    by default, reading source files not counted; ``math.inf``: no clock): past either the
+    prediction stops, and a gap and a note say where.
     """
     if isinstance(model_or_class, nn.Module):
-        return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), max_seconds=max_seconds,
-                              **forward_kwargs)
+        return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), max_steps=max_steps,
+                              max_seconds=max_seconds, **forward_kwargs)
     if isinstance(model_or_class, type) and issubclass(model_or_class, nn.Module):
-        return predict_class(model_or_class, *inputs, host=TorchHost(None), max_seconds=max_seconds,
-                             **forward_kwargs)
+        return predict_class(model_or_class, *inputs, host=TorchHost(None), max_steps=max_steps,
+                             max_seconds=max_seconds, **forward_kwargs)
     raise wrong_type("tl.predict(model_or_class, ...)", model_or_class, "an nn.Module or an nn.Module subclass",
                      "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))")
 
