@@ -8,7 +8,10 @@ copied (spec: buffers.txt, "Replay never mutates capture truth"):
   (:meth:`Ownership.before_write`);
 * at the end, every saved tensor sharing storage with the model's state (parameters,
   buffers, tensors in module attributes) or with the caller's inputs is copied, once per
-  tensor (:meth:`Ownership.settle`), as is every non-produced tensor a replay reads.
+  tensor (:meth:`Ownership.settle`), as is every non-produced tensor a replay reads. These
+  copies are torch's copy-on-write clones where torch supports them (:func:`lazy_snapshot`):
+  the trace's copy of a weight shares its memory until the weight or the copy is written,
+  and the first such write (an optimizer step, ``p.data.copy_``, ``load_state_dict``) copies.
 
 Intermediate tensors only the trace still refers to are kept as they are, uncopied.
 """
@@ -62,6 +65,36 @@ def snapshot(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().clone()
 
 
+#: torch's copy-on-write clone (private, torch >= 2.3); ``None`` when this torch lacks it.
+_lazy_clone: Optional[Callable[[torch.Tensor], torch.Tensor]] = getattr(torch, "_lazy_clone", None)
+#: Device types whose plain storages torch can make copy-on-write.
+_LAZY_DEVICES = frozenset({"cpu", "cuda"})
+#: The tensor types :func:`lazy_snapshot` clones lazily (no subclass: its own storage rules).
+_PLAIN = (torch.Tensor, nn.Parameter)
+
+
+def lazy_snapshot(tensor: torch.Tensor) -> torch.Tensor:
+    """:func:`snapshot`, made lazily when it can be: a copy-on-write clone, which shares the
+    tensor's memory until either of them is written through torch; the first write copies.
+
+    Only for a plain, contiguous CPU or CUDA tensor that spans its whole storage (a weight,
+    a buffer, a whole input): a clone of a slice would keep the whole storage once the other
+    side is written, and torch's clone does not support every kind of tensor (it crashes on
+    quantized ones and refuses storages with their own deleter, such as shared memory).
+    Memory written behind torch's back (through a NumPy array made from the tensor before
+    the trace) reaches such a copy too.
+    """
+    if (_lazy_clone is not None and type(tensor) in _PLAIN and tensor.layout is torch.strided
+            and tensor.device.type in _LAZY_DEVICES and not tensor.is_quantized
+            and tensor.storage_offset() == 0 and tensor.is_contiguous()
+            and tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()):
+        try:
+            return _lazy_clone(tensor.detach())
+        except RuntimeError:  # a storage with its own deleter: copied now
+            pass
+    return snapshot(tensor)
+
+
 class Ownership:
     """Makes one capture's saved tensors the trace's own."""
 
@@ -86,7 +119,7 @@ class Ownership:
     def _copy(self, tensor: torch.Tensor) -> torch.Tensor:
         copy = self._copies.get(id(tensor))
         if copy is None:
-            copy = self._copies[id(tensor)] = snapshot(tensor)
+            copy = self._copies[id(tensor)] = lazy_snapshot(tensor)
             self._copies[id(copy)] = copy
         return copy
 

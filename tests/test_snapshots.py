@@ -7,6 +7,7 @@ time; a replay runs under the global state the capture saw.
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -213,3 +214,45 @@ def test_replay_runs_each_call_under_the_modes_it_ran_under():
     from torchlens.persistence import dumps, loads
 
     assert loads(dumps(trace)).validate_forward_pass(strict=True).ok
+
+
+def replay_constants(trace) -> list[torch.Tensor]:
+    """The tensors replay records keep that no op produced (the weights a call read)."""
+    return [t for op in trace.ops if op._replay is not None for t in op._replay.args if isinstance(t, torch.Tensor)]
+
+
+def test_writing_the_weights_behind_autograd_changes_nothing_saved():
+    torch.manual_seed(0)
+    model = Stateful().train()
+    x = torch.randn(8, 4)
+    trace = tl.trace(model, x)
+    before = saved_tensors(trace)
+    kept = [t.clone() for t in replay_constants(trace)]
+    model.lin.weight.data.mul_(3.0)  # no version bump
+    with torch.no_grad():
+        model.lin.bias.copy_(torch.arange(4.0))
+    model.load_state_dict({k: v + 1 for k, v in model.state_dict().items()})
+    assert all(torch.equal(a, b) for a, b in zip(kept, replay_constants(trace)))
+    assert_unchanged(trace, before)
+
+
+@pytest.mark.skipif(not hasattr(torch, "_lazy_clone"), reason="this torch has no copy-on-write clone")
+def test_the_copies_of_the_weights_share_memory_until_written():
+    model = nn.Linear(4, 4)
+    trace = tl.trace(model, torch.randn(2, 4))
+    (copy,) = [t for t in replay_constants(trace) if t.shape == (4, 4)]
+    assert torch._C._is_cow_tensor(copy) and torch._C._is_cow_tensor(model.weight)
+    assert "copy-on-write copies of model tensors" in str(trace).splitlines()[1]
+    value = model.weight.detach().clone()
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    assert torch.equal(copy, value) and torch.equal(model.weight, value + 1)
+
+
+def test_weights_torch_cannot_clone_lazily_are_copied_at_once():
+    torch.manual_seed(0)
+    model = Mixed().share_memory()  # shared-memory storages: no copy-on-write clone
+    trace = tl.trace(model, torch.randn(2, 4))
+    with torch.no_grad():
+        model.lin.weight.mul_(2.0)
+    assert trace.validate_forward_pass(strict=True).ok

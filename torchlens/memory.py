@@ -44,9 +44,26 @@ def nbytes(trace: "Trace") -> int:
 
 
 def memory_line(trace: "Trace") -> str:
-    """``memory: 1.3 MB held; 102 of 102 op outputs saved``."""
+    """``memory: 1.3 MB held; 102 of 102 op outputs saved``, with the part held as
+    copy-on-write copies of the model's tensors (``capture.snapshots.lazy_snapshot``) when
+    there is one: those take memory of their own only once the model's tensor or the copy
+    is written."""
     saved = sum(op.out is not None for op in trace.ops)
-    return f"memory: {_size(nbytes(trace))} held; {saved} of {len(trace.ops)} op outputs saved"
+    lazy = sum(_lazy_bytes(trace))
+    shared = f" ({_size(lazy)} of it copy-on-write copies of model tensors)" if lazy else ""
+    return f"memory: {_size(nbytes(trace))} held{shared}; {saved} of {len(trace.ops)} op outputs saved"
+
+
+def _lazy_bytes(trace: "Trace") -> Iterator[int]:
+    is_cow = getattr(torch._C, "_is_cow_tensor", None)
+    if is_cow is None:
+        return
+    seen: set[Any] = set()
+    for tensor in held_tensors(trace):
+        key = (tensor.device, storage_key(tensor))
+        if key not in seen and tensor.device.type != "meta" and tensor.layout == torch.strided and is_cow(tensor):
+            seen.add(key)
+            yield tensor.untyped_storage().nbytes()
 
 
 def _size(n: int) -> str:
