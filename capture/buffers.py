@@ -26,7 +26,7 @@ from torch import nn
 from torchlens.analysis.errors import BufferWriteError
 
 from .record import RawCapture, RawOp
-from .walk import named_modules, named_tensors
+from .walk import named_tensors
 
 #: ``RawOp.kind`` of a buffer version.
 BUFFER = "buffer"
@@ -82,15 +82,16 @@ class JournalTarget(Protocol):
 class BufferJournal:
     """Tracks the model's registered buffers through one capture."""
 
-    def __init__(self, capture: JournalTarget, model: nn.Module) -> None:
+    def __init__(self, capture: JournalTarget, model: nn.Module, modules: list[tuple[str, nn.Module]]) -> None:
+        """``modules``: :func:`capture.walk.named_modules` of ``model``."""
         self.capture = capture
-        modules = dict(named_modules(model))
+        by_address = dict(modules)
         #: Address -> (owning module, attribute name); each tensor once, at its first address.
         self.owner: dict[str, tuple[nn.Module, str]] = {}
         self.current: dict[str, torch.Tensor] = {}
-        for address, tensor in named_tensors(model, "_buffers"):
+        for address, tensor in named_tensors(model, "_buffers", modules):
             prefix, _, attr = address.rpartition(".")
-            self.owner[address] = (modules[prefix], attr)
+            self.owner[address] = (by_address[prefix], attr)
             self.current[address] = tensor
         self._address_at = {(id(module), attr): a for a, (module, attr) in self.owner.items()}
         #: ``id(tensor)`` -> address, for the tensor each buffer holds now.

@@ -125,7 +125,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.roles: dict[int, int] = dict(_ROLES)
         #: ``torch.compile``'s module wrapper class, once Dynamo is loaded.
         self.compiled = _compiled_module_type()
-        for name, module in named_modules(model):
+        #: :func:`capture.walk.named_modules` of the model, as the forward pass starts.
+        self.modules = named_modules(model)
+        for name, module in self.modules:
             if getattr(module, "_compiled_call_impl", None) is not None:
                 raise UnsupportedForwardError(
                     f"module `{name or 'self'}` ({type(module).__name__}) was compiled in place with "
@@ -139,7 +141,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                 if param is not None and id(param) not in self.param_names:
                     self.param_names[id(param)] = prefix + param_name
             self._module(module)
-        self.buffers = BufferJournal(self, model)
+        self.buffers = BufferJournal(self, model, self.modules)
         #: The autocast, grad and default-dtype modes each recorded call runs under.
         self.modes = ModesJournal()
         #: Set by :func:`capture_forward` once the inputs are known.
@@ -650,7 +652,7 @@ def capture_forward(
     nothing behind.
     """
     capture = Capture(model, save, containers, gradients)
-    capture.ownership = Ownership(model, record_inputs(capture, args, kwargs))
+    capture.ownership = Ownership(model, capture.modules, record_inputs(capture, args, kwargs))
     capture.raw.state = GlobalState.now()
     claim, install = capture.plan()
     try:

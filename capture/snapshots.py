@@ -27,23 +27,31 @@ from torch import nn
 from .buffers import storage_key
 from .record import RawCapture, meta_of
 from .replay import RecordedCall, settle_call, substitute
-from .walk import named_modules, named_tensors
+from .walk import named_modules
 
-#: Module attributes that are not the model's plain tensor state (parameters, buffers and
-#: children are read through their own accessors).
-_REGISTRIES = frozenset({"_parameters", "_buffers", "_modules"})
+#: What every module's ``__dict__`` holds for torch's own bookkeeping (flags, hook tables and
+#: the registries of parameters, buffers and children, read through their own tables): never
+#: the model's plain tensor state, so the scan skips it.
+_BOOKKEEPING = frozenset(vars(nn.Module()))
 
 
-def state_storages(model: nn.Module, inputs: Iterable[torch.Tensor], buffers: bool = True) -> set[int]:
-    """Storages someone other than a trace can still write: the model's and the caller's
-    (without the registered buffers when ``buffers`` is false)."""
-    tensors = [*(t for _, t in named_tensors(model, "_parameters")),
-               *((t for _, t in named_tensors(model, "_buffers")) if buffers else ()), *inputs]
-    for _, module in named_modules(model):
-        for name, value in vars(module).items():
-            if name not in _REGISTRIES:
-                tensors.extend(_tensors_in(value))
-    return {storage_key(t) for t in tensors}
+def state_storages(modules: list[tuple[str, nn.Module]], inputs: Iterable[torch.Tensor]) -> tuple[set[int], set[int]]:
+    """Storages someone other than a trace can still write, in one walk over ``modules``
+    (:func:`capture.walk.named_modules` of the model): the model's (parameters, buffers,
+    tensors in module attributes) and the caller's; and the same without the buffers."""
+    readable = set(map(storage_key, inputs))
+    buffers: set[int] = set()
+    for _, module in modules:
+        for table, found in ((module._parameters, readable), (module._buffers, buffers)):
+            if table:
+                for tensor in table.values():
+                    if tensor is not None:
+                        found.add(storage_key(tensor))
+        attributes = vars(module)
+        for name in attributes.keys() - _BOOKKEEPING:
+            for tensor in _tensors_in(attributes[name]):
+                readable.add(storage_key(tensor))
+    return readable | buffers, readable
 
 
 def _tensors_in(value: Any) -> list[torch.Tensor]:
@@ -98,14 +106,14 @@ def lazy_snapshot(tensor: torch.Tensor) -> torch.Tensor:
 class Ownership:
     """Makes one capture's saved tensors the trace's own."""
 
-    def __init__(self, model: nn.Module, inputs: Iterable[torch.Tensor]) -> None:
+    def __init__(self, model: nn.Module, modules: list[tuple[str, nn.Module]], inputs: Iterable[torch.Tensor]) -> None:
+        """``modules``: :func:`capture.walk.named_modules` of ``model``."""
         self.model = model
-        #: Storages of the model state and the inputs as the forward pass starts.
         self.inputs = list(inputs)
-        self.state = state_storages(model, self.inputs)
-        #: The same without registered buffers: the storages a call can read as a plain tensor
-        #: (a buffer is read through its journaled versions), so :meth:`before_write` looks.
-        self.readable = state_storages(model, self.inputs, buffers=False)
+        #: Storages of the model state and the inputs as the forward pass starts, and the same
+        #: without registered buffers: the storages a call can read as a plain tensor (a buffer
+        #: is read through its journaled versions), so :meth:`before_write` looks.
+        self.state, self.readable = state_storages(modules, self.inputs)
         #: Storage -> how many recorded ops :meth:`before_write` has looked through for it.
         self._scanned: dict[int, int] = {}
         self._copies: dict[int, torch.Tensor] = {}
@@ -164,7 +172,7 @@ class Ownership:
 
     def settle(self, raw: RawCapture, replayable: bool) -> None:
         """Copy what can still change; keep replay arguments only when the trace can replay."""
-        self.state |= state_storages(self.model, self.inputs)  # buffers reassigned during forward
+        self.state |= state_storages(named_modules(self.model), self.inputs)[0]  # reassigned during forward
         own = self.own
         for op in raw.ops:
             if op.out is not None:

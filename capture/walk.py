@@ -9,7 +9,7 @@ first address, keyed by ``id``.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import torch
 from torch import nn
@@ -32,10 +32,12 @@ def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     return found
 
 
-def named_tensors(model: nn.Module, table: str) -> Iterator[tuple[str, torch.Tensor]]:
-    """``named_parameters()`` (``table="_parameters"``) or ``named_buffers()`` (``"_buffers"``)."""
+def named_tensors(model: nn.Module, table: str,
+                  modules: Optional[list[tuple[str, nn.Module]]] = None) -> Iterator[tuple[str, torch.Tensor]]:
+    """``named_parameters()`` (``table="_parameters"``) or ``named_buffers()`` (``"_buffers"``);
+    ``modules``: :func:`named_modules` of ``model`` when the caller has it already."""
     seen: set[int] = set()
-    for name, module in named_modules(model):
+    for name, module in named_modules(model) if modules is None else modules:
         prefix = name + "." if name else ""
         for tensor_name, tensor in getattr(module, table).items():
             if tensor is not None and id(tensor) not in seen:

@@ -256,3 +256,32 @@ def test_weights_torch_cannot_clone_lazily_are_copied_at_once():
     with torch.no_grad():
         model.lin.weight.mul_(2.0)
     assert trace.validate_forward_pass(strict=True).ok
+
+
+class PlainState(nn.Module):
+    """Tensors in plain attributes (not registered): one, a list of them, and one the forward
+    pass itself stores (a cache it writes in place on the next call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.full((3,), 2.0)
+        self.table = [torch.ones(3), torch.zeros(3)]
+        self.cache = None
+
+    def forward(self, x):
+        h = x * self.scale + self.table[0]
+        if self.cache is None:
+            self.cache = h
+        else:
+            self.cache.add_(h)
+        return h
+
+
+def test_tensors_in_plain_module_attributes_are_not_shared_with_the_trace():
+    model = PlainState()
+    trace = tl.trace(model, torch.ones(3))
+    before = saved_tensors(trace)
+    model.scale.mul_(10.0)
+    model.table[0].add_(5.0)
+    model(torch.ones(3))  # writes the cache the first pass stored, in place
+    assert_unchanged(trace, before)
