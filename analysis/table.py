@@ -42,7 +42,8 @@ def _cut(text: str, width: int, keep_end: bool) -> str:
 
 
 def library_file(filename: str) -> bool:
-    """Whether a file belongs to torch itself (its frames are not where a user wrote a layer)."""
+    """Whether a file belongs to torch itself, or to JAX or Flax for a JAX trace (their frames are
+    not where a user wrote a layer)."""
     return any(filename.startswith(root) for root in _torch_roots())
 
 
@@ -52,8 +53,11 @@ def _torch_roots() -> tuple[str, ...]:
         import importlib.util
         import os
 
-        spec = importlib.util.find_spec("torch")  # finds torch without importing it
-        _ROOTS = tuple(os.path.join(p, "") for p in (spec.submodule_search_locations or ())) if spec else ()
+        roots: list[str] = []
+        for name in ("torch", "jax", "jaxlib", "flax"):
+            spec = importlib.util.find_spec(name)  # finds the package without importing it
+            roots.extend(os.path.join(p, "") for p in ((spec.submodule_search_locations or ()) if spec else ()))
+        _ROOTS = tuple(roots)
     return _ROOTS
 
 

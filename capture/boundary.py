@@ -51,7 +51,7 @@ def record_output(capture: Any, output: Any, keep_values: bool = True) -> None:
     capture.raw.containers.insert(0, RawContainer(MODEL_OUTPUT_ROLE, "output", flat.spec, ops,
                                                  tuple(flat.leaves) if keep_values else None))
     if capture.containers:
-        _claim(capture.raw)
+        claim(capture.raw)
 
 
 def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: Any) -> None:
@@ -96,7 +96,7 @@ def _add(capture: Any, role: str, root_id: str, spec: Any, leaves: list) -> None
     capture.raw.containers.append(RawContainer(role, root_id, spec, ops))
 
 
-def _claim(raw: Any) -> None:
+def claim(raw: Any) -> None:
     """Give each op the first container (in claim order) that holds its tensor."""
     for role in _CLAIM_ORDER:
         for root in raw.containers:

@@ -22,6 +22,7 @@ import torch
 from torchlens.analysis.caches import PerType
 from torchlens.analysis.errors import ContainerFlattenError
 
+from .backends import ContainerCapability
 from .opaque import tensors_inside
 
 #: Node kinds. ``ARGS`` is a call's positional and keyword arguments taken together.
@@ -116,6 +117,9 @@ class RawContainer:
     values: Optional[tuple] = None
     #: The trace's ops in capture order, bound once the trace is built.
     ops: Sequence[Any] = field(default=())
+    #: How much of the structure the backend recorded: ``PATHS_ONLY`` roots (JAX) can be
+    #: indexed but are never reconstructable.
+    capability: ContainerCapability = ContainerCapability.FULL_SPEC
 
     def __repr__(self) -> str:
         return f"<RawContainer {self.role} {self.id!r}: {self.spec.type_name}, {len(self.leaves)} leaves>"

@@ -10,6 +10,8 @@ from typing import Any, Hashable, Optional
 
 from torchlens.analysis.sites import Place
 
+from .backends import Detector
+
 #: ``RawOp.kind`` values.
 INPUT, OP, OUTPUT = "input", "op", "output"
 
@@ -139,3 +141,5 @@ class RawCapture:
     selected: list[tuple[int, Any]] = field(default_factory=list)
     #: With ``save_gradients``: the :class:`capture.gradients.Gradients` its hooks fill.
     gradients: Any = None
+    #: Which grouping the capture's evidence supports (``trace.options.grouping_policy``).
+    detector: Detector = Detector.CALLSITE

@@ -8,13 +8,14 @@ from typing import Any, Optional
 from torch import nn
 
 from torchlens.analysis.arguments import check_bool, check_instance
+from torchlens.capture.backends import jax_claims
 from torchlens.capture.record import RawCapture
 from torchlens.capture.session import capture_forward, uncompiled
 from torchlens.capture.walk import named_tensors
 
 from .containers import ContainerRecords
 from .errors import CaptureThreadError
-from .grouping import GROUPING_POLICY, group
+from .grouping import GROUPING_POLICIES, group
 from .options import CaptureOptions, TraceOptions
 from .records import Param
 from .trace import Trace
@@ -36,7 +37,15 @@ def trace(
 
     With ``check_prediction=True`` the model is first predicted (``tl.predict``) and the
     trace's ``prediction`` is the comparison report (``trace.prediction.ok``).
+
+    ``model`` may also be a JAX computation: a Flax NNX module, a function given JAX arrays,
+    or a ``ClosedJaxpr`` (see :mod:`torchlens.jaxtrace`).
     """
+    if not isinstance(model, nn.Module) and jax_claims(model, inputs, forward_kwargs):
+        from .jaxtrace import capture_jax_call
+
+        options, raw, params = capture_jax_call(model, inputs, forward_kwargs, capture, check_prediction)
+        return cook(model, raw, options, forward_kwargs or {}, params)
     options = _validate(model, forward_kwargs, capture, check_prediction)
     model = uncompiled(model)  # torch.compile(model): the Python of the model it wraps
     if check_prediction:
@@ -51,18 +60,19 @@ def trace(
     return result
 
 
-def cook(model: nn.Module, raw: RawCapture, options: CaptureOptions, forward_kwargs: Mapping[str, Any]) -> Trace:
-    """Group a raw capture of ``model`` into its :class:`Trace`."""
+def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: Mapping[str, Any],
+         params: Optional[Mapping[str, tuple[tuple[int, ...], Any]]] = None) -> Trace:
+    """Group a raw capture of ``model`` into its :class:`Trace`; ``params`` (address -> shape
+    and dtype) defaults to the parameters of a torch ``model``."""
     layers, ops, modules, buffers = group(raw)
-    params = {
-        name: Param(name, tuple(p.shape), p.dtype, name.rpartition(".")[0] or "self")
-        for name, p in named_tensors(model, "_parameters")
-    }
+    if params is None:
+        params = {name: (tuple(p.shape), p.dtype) for name, p in named_tensors(model, "_parameters")}
     return Trace(
-        tuple(layers), tuple(ops), modules, params,
+        tuple(layers), tuple(ops), modules,
+        {name: Param(name, shape, dtype, name.rpartition(".")[0] or "self") for name, (shape, dtype) in params.items()},
         tuple(layer.layer_label for layer in layers if layer.is_input),
         tuple(layer.layer_label for layer in layers if layer.is_output),
-        TraceOptions(options, GROUPING_POLICY),
+        TraceOptions(options, GROUPING_POLICIES[raw.detector]),
         buffers=buffers,
         _state=raw.state,
         containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs),

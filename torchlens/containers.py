@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from torchlens.capture.backends import ContainerCapability
 from torchlens.capture.containers import ARGS, CONST, LEAF, POSITIONAL, Node, RawContainer, leaf_indices, path_text
 
-from .errors import ContainerKeyError, TorchLensValueError
+from .errors import ContainerKeyError, OpaqueContainerError, TorchLensValueError
 from .rebuild import rebuild
 
 
@@ -56,7 +57,10 @@ class Container:
 
     @property
     def reconstructable(self) -> bool:
-        """Whether :meth:`reconstruct` succeeds: nothing opaque below, every leaf value saved."""
+        """Whether :meth:`reconstruct` succeeds: the structure was fully recorded (not paths only,
+        as the JAX backend records it), nothing opaque below, every leaf value saved."""
+        if self._root.capability is not ContainerCapability.FULL_SPEC:
+            return False
         return self._node.reconstructable and all(self._value(i) is not None for i in leaf_indices(self._node))
 
     def keys(self) -> tuple:
@@ -91,8 +95,15 @@ class Container:
         """Rebuild the original Python object from the saved leaf values.
 
         Raises :class:`~torchlens.errors.OpaqueContainerError` naming the path and type of an
-        object torchlens could not record the structure of.
+        object torchlens could not record the structure of, or when only its key paths were
+        recorded (the JAX backend's ``paths_only``).
         """
+        if self._root.capability is not ContainerCapability.FULL_SPEC:
+            raise OpaqueContainerError(
+                f"cannot rebuild {self._root.id}{path_text(self._root.spec, self._path)} ({self.type_name}): "
+                f"its backend records container structure as {self._root.capability.value}, which indexes "
+                "the leaves but cannot rebuild the value; read the leaves (container.leaves) instead"
+            )
         return rebuild(self._root.spec, self._path, self._leaf_value, self._root.id)
 
     def __repr__(self) -> str:

@@ -20,16 +20,20 @@ from typing import Hashable
 
 from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_label
 from torchlens.analysis.sites import HookMark, Link
+from torchlens.capture.backends import Detector
 from torchlens.capture.buffers import BUFFER
 from torchlens.capture.record import RawCapture, RawOp, layer_key
 
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
 
-#: What ran: ``trace.options.grouping_policy``.
-GROUPING_POLICY = {
-    "detector": "callsite_v1",
-    "key": ("scope", "call_site", "operation", "output_slot"),
+#: What ran, by detector: ``trace.options.grouping_policy``. ``grouper_v1`` (captures without
+#: call-site evidence) keys every op by its position in its module call.
+GROUPING_POLICIES = {
+    Detector.CALLSITE: {"detector": Detector.CALLSITE.value,
+                        "key": ("scope", "call_site", "operation", "output_slot")},
+    Detector.GROUPER: {"detector": Detector.GROUPER.value,
+                       "key": ("scope", "operation", "arguments", "ordinal", "output_slot")},
 }
 
 

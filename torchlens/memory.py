@@ -33,9 +33,13 @@ def held_tensors(trace: "Trace") -> Iterator[torch.Tensor]:
 
 
 def nbytes(trace: "Trace") -> int:
-    """Bytes of the distinct storages :func:`held_tensors` reaches (meta tensors hold none)."""
+    """Bytes of the distinct storages :func:`held_tensors` reaches (meta tensors hold none); a
+    JAX array (a JAX trace's outputs) counts its own ``nbytes``, each array once."""
     seen: dict[Any, int] = {}
     for tensor in held_tensors(trace):
+        if not isinstance(tensor, torch.Tensor):
+            seen[("array", id(tensor))] = tensor.nbytes
+            continue
         if tensor.device.type == "meta" or tensor.layout != torch.strided:
             continue
         storage = tensor.untyped_storage()

@@ -43,7 +43,7 @@ from torchlens.capture.replay import PRODUCED, GlobalState, Modes, RecordedCall
 
 from .buffers import Buffer
 from .containers import ContainerRecords
-from .errors import TorchLensError, TraceFileError
+from .errors import TorchLensError, TorchLensValueError, TraceFileError
 from .options import CaptureOptions, TraceOptions
 from .records import BufferVersion, CallSite, Layer, Module, ModuleCall, Op, OpGraph, Param
 from .trace import Trace
@@ -68,6 +68,11 @@ def save(trace: "Trace", path: PathLike) -> None:
     True
     """
     check_instance("tl.save(trace, path)", trace, Trace, "a Trace", "save what tl.trace returned")
+    if trace._state is None:
+        raise TorchLensValueError(
+            "tl.save writes torch traces; this trace was not captured from torch (a JAX trace), and "
+            "the file format holds torch tensors only"
+        )
     data = dumps(trace)
     target = Path(path)
     handle, temporary = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")

@@ -201,6 +201,7 @@ class Trace:
         Returns a :class:`~torchlens.validation.ValidationReport`; with ``strict=True`` a
         mismatch raises :class:`~torchlens.validation.ValidationError`.
         """
+        self._torch_only("validate_forward_pass")
         return validate_forward_pass(self, strict)
 
     def do(self, edits: Mapping[str, Any], strict: bool = False) -> "Trace":
@@ -213,6 +214,7 @@ class Trace:
         certified warn (:class:`~torchlens.errors.BufferThreadGapWarning`), or raise with
         ``strict=True``.
         """
+        self._torch_only("do")
         return intervene(self, edits, strict)
 
     def reconstruct_output(self) -> Any:
@@ -230,6 +232,7 @@ class Trace:
 
         ``forward_kwargs`` defaults to the keyword arguments the trace was made with.
         """
+        self._torch_only("run")
         return run_again(records_of(self.containers), inputs, forward_kwargs)
 
     def output_at(self, *path: Any) -> Any:
@@ -241,6 +244,14 @@ class Trace:
         """The input leaf :class:`Op` (or container view) at ``path``, starting with the argument's
         position or keyword: ``trace.input_at(0, "ids")``. Needs ``capture_container_structure``."""
         return records_of(self.containers).at(MODEL_INPUT, path)
+
+    def _torch_only(self, what: str) -> None:
+        """Refuse a replay on a trace that holds no torch state to replay under (a JAX trace)."""
+        if self._state is None:
+            raise TorchLensValueError(
+                f"trace.{what}() re-runs recorded torch calls; this trace was not captured from torch "
+                "(a JAX trace), so call the traced function again yourself"
+            )
 
     def check_prediction(self, pred: Any) -> Any:
         """Compare this trace with ``tl.predict(model)`` by exact call-site key.

@@ -156,6 +156,13 @@ def test_the_torch_free_modules_leave_torch_unimported():
     assert _run(f"import sys; {imports}; print('torch' in sys.modules)") == "False"
 
 
+def test_torchlens_and_a_torch_trace_leave_jax_unimported():
+    """Only tracing a JAX value or module imports jax (the JAX backend is looked up lazily)."""
+    code = ("import sys, torch, torchlens as tl; tl.trace(torch.nn.Linear(2, 2), torch.ones(1, 2)); "
+            "print(sorted(m for m in ('jax', 'jaxlib', 'flax', 'torchlens.capture.jaxbackend') if m in sys.modules))")
+    assert _run(code) == "[]"
+
+
 def test_import_torchlens_beside_files_named_like_its_subpackages(tmp_path):
     for name in ("analysis", "capture", "fuzz"):
         (tmp_path / f"{name}.py").write_text("raise ImportError('the user file was imported')\n")
