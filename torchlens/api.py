@@ -8,7 +8,7 @@ from typing import Any, Optional
 from torch import nn
 
 from torchlens.analysis.arguments import check_bool, check_instance
-from torchlens.capture.backends import jax_claims
+from torchlens.capture.backends import JAX, TORCH, jax_claims
 from torchlens.capture.record import RawCapture
 from torchlens.capture.session import capture_forward, uncompiled
 from torchlens.capture.walk import named_tensors
@@ -45,7 +45,7 @@ def trace(
         from .jaxtrace import capture_jax_call
 
         options, raw, params = capture_jax_call(model, inputs, forward_kwargs, capture, check_prediction)
-        return cook(model, raw, options, forward_kwargs or {}, params)
+        return cook(model, raw, options, forward_kwargs or {}, params, backend=JAX.name)
     options = _validate(model, forward_kwargs, capture, check_prediction)
     model = uncompiled(model)  # torch.compile(model): the Python of the model it wraps
     if check_prediction:
@@ -61,7 +61,7 @@ def trace(
 
 
 def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: Mapping[str, Any],
-         params: Optional[Mapping[str, tuple[tuple[int, ...], Any]]] = None) -> Trace:
+         params: Optional[Mapping[str, tuple[tuple[int, ...], Any]]] = None, backend: str = TORCH.name) -> Trace:
     """Group a raw capture of ``model`` into its :class:`Trace`; ``params`` (address -> shape
     and dtype) defaults to the parameters of a torch ``model``."""
     layers, ops, modules, buffers = group(raw)
@@ -72,7 +72,7 @@ def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: M
         {name: Param(name, shape, dtype, name.rpartition(".")[0] or "self") for name, (shape, dtype) in params.items()},
         tuple(layer.layer_label for layer in layers if layer.is_input),
         tuple(layer.layer_label for layer in layers if layer.is_output),
-        TraceOptions(options, GROUPING_POLICIES[raw.detector]),
+        TraceOptions(options, GROUPING_POLICIES[raw.detector], backend),
         buffers=buffers,
         _state=raw.state,
         containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs),

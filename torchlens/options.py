@@ -103,6 +103,8 @@ class TraceOptions:
     capture: CaptureOptions
     #: Which grouping ran: ``{"detector": "callsite_v1", "key": (...)}``.
     grouping_policy: Mapping[str, Any] = field(default_factory=dict)
+    #: Which backend captured it (``torch`` or ``jax``; see :mod:`torchlens.capture.backends`).
+    backend: str = "torch"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grouping_policy", MappingProxyType(dict(self.grouping_policy)))

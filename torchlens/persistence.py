@@ -68,10 +68,10 @@ def save(trace: "Trace", path: PathLike) -> None:
     True
     """
     check_instance("tl.save(trace, path)", trace, Trace, "a Trace", "save what tl.trace returned")
-    if trace._state is None:
+    if trace.options.backend != "torch":
         raise TorchLensValueError(
-            "tl.save writes torch traces; this trace was not captured from torch (a JAX trace), and "
-            "the file format holds torch tensors only"
+            f"tl.save writes torch traces; this trace was captured by the {trace.options.backend} backend "
+            "(a JAX trace), and the file format holds torch tensors only"
         )
     data = dumps(trace)
     target = Path(path)

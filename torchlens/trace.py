@@ -246,11 +246,11 @@ class Trace:
         return records_of(self.containers).at(MODEL_INPUT, path)
 
     def _torch_only(self, what: str) -> None:
-        """Refuse a replay on a trace that holds no torch state to replay under (a JAX trace)."""
-        if self._state is None:
+        """Refuse a replay on a trace another backend captured (a JAX trace records no torch calls)."""
+        if self.options.backend != "torch":
             raise TorchLensValueError(
-                f"trace.{what}() re-runs recorded torch calls; this trace was not captured from torch "
-                "(a JAX trace), so call the traced function again yourself"
+                f"trace.{what}() re-runs recorded torch calls; this trace was captured by the "
+                f"{self.options.backend} backend (a JAX trace), so call the traced function again yourself"
             )
 
     def check_prediction(self, pred: Any) -> Any:

@@ -102,7 +102,7 @@ class JaxCapture:
     def run(self, args: tuple, kwargs: dict) -> RawCapture:
         closed, out_tree, arrays = self.trace(args, kwargs)
         raw = self.raw
-        input_ops = [self.add(RawOp(INPUT, INPUT, 0, -1, 0, None, "", *_value(jax.numpy.asarray(a)), [], ()))
+        input_ops = [self.add(_array_op(INPUT, INPUT, 0, -1, 0, None, "", jax.numpy.asarray(a), [], ()))
                      for a in arrays]
         if self.containers:
             self._record_inputs(args, kwargs, input_ops)
@@ -115,8 +115,8 @@ class JaxCapture:
         output_ops = []
         for value, source in results:
             params = (source,) if isinstance(source, str) else ()
-            output_ops.append(self.add(RawOp(OUTPUT, OUTPUT, 0, -1, 0, None, "", *_value(value),
-                                             [source] if isinstance(source, int) else [], params)))
+            output_ops.append(self.add(_array_op(OUTPUT, OUTPUT, 0, -1, 0, None, "", value,
+                                                 [source] if isinstance(source, int) else [], params)))
         raw.output = jax.tree_util.tree_unflatten(out_tree, [value for value, _ in results])
         leaves: list = []
         spec = paths_node(raw.output, leaves)
@@ -159,8 +159,8 @@ class JaxCapture:
             used = tuple(dict.fromkeys(s for _, s in inputs if isinstance(s, str)))
             scope = self.scopes.calls[call][0]
             for slot, (var, value) in enumerate(zip(eqn.outvars, outs)):
-                index = self.add(RawOp(OP, eqn.primitive.name, scope, call, slot, site, args_text,
-                                       *_value(value), parents, used))
+                index = self.add(_array_op(OP, eqn.primitive.name, scope, call, slot, site, args_text, value,
+                                           parents, used))
                 env[var] = (value, index)
         return [_read(env, var) for var in jaxpr.outvars]
 
@@ -211,9 +211,10 @@ def _read(env: dict, var: Any) -> tuple[Any, Source]:
     return env[var]
 
 
-def _value(value: Any) -> tuple:
-    """``RawOp``'s ``out, shape, dtype`` fields for an array."""
-    return value, tuple(value.shape), value.dtype
+def _array_op(kind: str, name: str, scope: int, call: int, slot: int, site: Optional[tuple[int, ...]],
+              args_text: str, value: Any, parents: list[int], params: tuple[str, ...]) -> RawOp:
+    """A :class:`RawOp` whose output is the array ``value`` (shape and dtype read from it)."""
+    return RawOp(kind, name, scope, call, slot, site, args_text, value, tuple(value.shape), value.dtype, parents, params)
 
 
 def _args_text(eqn: Any) -> str:
@@ -254,7 +255,9 @@ def _entry_code() -> Any:
 def _own_codes() -> list:
     """Every code object of this package (left out of call-site chains)."""
     package = os.path.join(os.path.dirname(__file__), "")
-    out, todo, seen = [], [], set()
+    out: list[CodeType] = []
+    todo: list[Any] = []
+    seen: set[int] = set()
     for module in (frames_module, modules_module, pytrees):
         todo.extend(vars(module).values())
     todo.extend(globals().values())

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..containers import CONST, CUSTOM, DICT, LEAF, LIST, NAMEDTUPLE, TUPLE, Node
 
-_KINDS = {tuple: TUPLE, list: LIST, dict: DICT}
+_KINDS: dict[type, str] = {tuple: TUPLE, list: LIST, dict: DICT}
 
 
 def is_array(value: Any) -> bool:
