@@ -185,3 +185,37 @@ class TransformerBlock(nnx.Module):
 
 def dict_output(x):
     return {"a": jnp.sin(x), "pair": (jnp.cos(x), [jnp.exp(x)])}
+
+
+def mapped(x):
+    return list(map(jnp.sin, (x, x + 1.0, x + 2.0)))
+
+
+class Parent(nnx.Module):
+    def __init__(self, shared: Block) -> None:
+        self.shared = shared
+
+    def __call__(self, x):
+        return self.shared(x)
+
+
+class SharedByTwoParents(nnx.Module):
+    """One module instance reached through two parents."""
+
+    def __init__(self, rngs: nnx.Rngs) -> None:
+        shared = Block(4, rngs)
+        self.left = Parent(shared)
+        self.right = Parent(shared)
+
+    def __call__(self, x):
+        return self.right(self.left(x))
+
+
+class Siamese(nnx.Module):
+    """One encoder on two inputs."""
+
+    def __init__(self, rngs: nnx.Rngs) -> None:
+        self.encoder = Block(4, rngs)
+
+    def __call__(self, a, b):
+        return self.encoder(a) - self.encoder(b)

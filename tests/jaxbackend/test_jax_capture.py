@@ -58,6 +58,28 @@ def test_comprehension_one_pass_per_element():
     assert [layer for layer in trace.output_layers] == ["output_1", "output_2", "output_3"]
 
 
+def test_map_over_a_jax_function():
+    """``map(jnp.sin, xs)``: one instruction calls sin through C code, one pass per element."""
+    trace = tl.trace(M.mapped, X)
+    assert layers(trace, "sin") == [("sin_1", 3)]
+
+
+def test_one_module_shared_by_two_parents():
+    trace = tl.trace(M.SharedByTwoParents(nnx.Rngs(0)), X)
+    assert trace.modules["left.shared"].num_calls == 2
+    assert "right.shared" not in trace.modules  # one instance, at its first address
+    assert layers(trace, "tanh") == [("tanh_1", 2)]
+
+
+def test_siamese_encoder():
+    model = M.Siamese(nnx.Rngs(0))
+    trace = tl.trace(model, X, X + 1.0)
+    assert trace.modules["encoder"].num_calls == 2
+    assert layers(trace, "tanh") == [("tanh_1", 2)]
+    assert layers(trace, "sub") == [("sub_1", 1)]
+    np.testing.assert_array_equal(np.asarray(trace["output_1"].out), np.asarray(model(X, X + 1.0)))
+
+
 def test_one_raw_weight_on_two_lines():
     w = jnp.eye(4)
     trace = tl.trace(M.matmul_twice, X, w)
