@@ -85,7 +85,7 @@ def _codes(text: str) -> tuple[str, ...]:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from torchlens.analysis.lint import RULES, UNREADABLE, as_json, as_text, lint_paths, load_config
+    from torchlens.analysis.lint import NOT_LINTED, RULES, as_json, as_text, lint_paths, load_config
 
     if args.explain:
         rule = RULES.get(args.explain.upper())
@@ -125,7 +125,7 @@ def _lint(args: argparse.Namespace) -> int:
         findings = [f for f in findings if f not in set(run.fixed)]
         print(f"torchlens lint: fixed {_count(run.fixed)} in {_count(run.diffs, 'file')}", file=sys.stderr)
     print(as_json(findings) if args.format == "json" else as_text(findings))
-    if any(f.code == UNREADABLE for f in findings):
+    if any(f.code in NOT_LINTED for f in findings):
         return 2
     return 1 if findings else 0
 

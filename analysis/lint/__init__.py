@@ -5,10 +5,10 @@
 """
 
 from .config import LintConfig, load_config
-from .findings import UNREADABLE, Finding, as_json, as_text
+from .findings import INTERNAL_ERROR, NOT_LINTED, UNREADABLE, Finding, as_json, as_text
 from .rules import RULES, Rule
 from .files import Skipped
 from .runner import LintReport, lint_paths, lint_source
 
 __all__ = ["lint_source", "lint_paths", "LintReport", "Skipped", "LintConfig", "load_config", "Finding", "UNREADABLE",
-           "as_text", "as_json", "RULES", "Rule"]
+           "INTERNAL_ERROR", "NOT_LINTED", "as_text", "as_json", "RULES", "Rule"]

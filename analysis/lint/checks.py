@@ -555,6 +555,8 @@ _THREADS = {"DataParallel": "`nn.DataParallel` runs replicas on threads: tl.trac
 
 
 def threads(model: SourceModel) -> Iterator[Hit]:
+    if not any(model.mentions(name) for name in _THREADS):
+        return
     for node in model.all_calls:
         name = dotted(node.func).rpartition(".")[2]
         if name in _THREADS:
@@ -562,6 +564,8 @@ def threads(model: SourceModel) -> Iterator[Hit]:
 
 
 def hook_ops(model: SourceModel) -> Iterator[Hit]:
+    if not model.mentions("register_forward"):
+        return
     for node in model.all_calls:
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("register_forward_hook", "register_forward_pre_hook"):
             yield node, ("ops in a forward hook belong to the caller's scope, with the hooked module as part of "

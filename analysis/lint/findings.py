@@ -9,6 +9,10 @@ from typing import Iterable
 
 #: The code of a file that cannot be read or parsed (not a rule: it cannot be selected or ignored).
 UNREADABLE = "TL000"
+#: The code of a rule that crashed on a file: a bug in torchlens (not a rule either).
+INTERNAL_ERROR = "TL001"
+#: Codes that are not rules: the file could not be (fully) linted.
+NOT_LINTED = frozenset({UNREADABLE, INTERNAL_ERROR})
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -20,7 +24,7 @@ class Finding:
     #: 1-based line and column.
     line: int
     col: int
-    #: Rule code (``TL101``); ``TL000`` for a file that does not parse.
+    #: Rule code (``TL101``); ``TL000`` for a file that does not parse, ``TL001`` for a rule that crashed.
     code: str
     #: ``error``, ``warning`` or ``info``.
     severity: str
@@ -38,7 +42,7 @@ def as_text(findings: Iterable[Finding]) -> str:
         return "No problems found."
     codes = sorted({f.code for f in findings})
     noun = "problem" if len(findings) == 1 else "problems"
-    rules = [code for code in codes if code != UNREADABLE]
+    rules = [code for code in codes if code not in NOT_LINTED]
     hint = f" Run `torchlens lint --explain {rules[0]}` for details." if rules else ""
     return "\n".join([*map(str, findings), f"Found {len(findings)} {noun} ({', '.join(codes)}).{hint}"])
 

@@ -56,7 +56,7 @@ class Function:
         return self.node.name
 
     #: The body's nodes by type, each list in source order (not nested defs or lambdas); filled
-    #: by the one walk of the file (:meth:`SourceModel._walk`).
+    #: by the one walk of what the rules read (:meth:`SourceModel._walk`).
     nodes: dict[type, list[ast.AST]] = field(default_factory=dict)
 
     def of_type(self, *kinds: type[N]) -> list[N]:
@@ -108,14 +108,13 @@ class SourceModel:
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
+        self.text = text
         self.lines = _LINE_BREAK.split(text)  # the lines ast numbers (str.splitlines also splits at \f)
         self.tree = ast.parse(text, filename=path)
         self.imports = _imports(self.tree)
         self.aliases = {k: v for k, v in self.imports.items() if v == "torch" or v.startswith("torch.")}
         self.classes: dict[str, ModelClass] = {}
         self.functions: dict[str, Function] = {}
-        #: Every call of the file, nested ones too.
-        self.all_calls: list[ast.Call] = []
         self._torch_calls: dict[int, bool] = {}
         self._index()
 
@@ -141,6 +140,15 @@ class SourceModel:
         """The character column of UTF-8 byte ``offset`` in ``line``."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return offset if text.isascii() else len(text.encode()[:offset].decode(errors="replace"))
+
+    def mentions(self, word: str) -> bool:
+        """Whether ``word`` occurs anywhere in the text: a cheap test before a rule looks for it."""
+        return word in self.text
+
+    @cached_property
+    def all_calls(self) -> list[ast.Call]:
+        """Every call of the file, nested ones and module-level ones too (a walk of its own)."""
+        return [node for node in walk(self.tree, nested=True) if type(node) is ast.Call]  # type: ignore[misc]
 
     # -- names and ops -----------------------------------------------------------------------
 
@@ -247,27 +255,27 @@ class SourceModel:
                     cls.is_module = changed = True
         for cls in self.classes.values():
             cls.methods = {s.name: Function(s, cls) for s in cls.node.body if isinstance(s, ast.FunctionDef)}
-        self.all_calls = self._walk()
+        self._walk()
         for cls in self.model_classes():
             for method in cls.methods.values():
                 self._registrations(cls, method)
 
-    def _walk(self) -> list[ast.Call]:
-        """The one walk of the whole file: each function's nodes, and every call of the file."""
-        owners = {id(f.node): f for f in self.functions.values()}
-        owners.update((id(f.node), f) for cls in self.classes.values() for f in cls.methods.values())
-        calls: list[ast.Call] = []
-        stack: list[tuple[ast.AST, Optional[Function]]] = [(self.tree, None)]
-        while stack:
-            node, owner = stack.pop()
-            kind = type(node)
-            if kind is ast.Call:
-                calls.append(node)  # type: ignore[arg-type]
-            if owner is not None:
-                owner.nodes.setdefault(kind, []).append(node)
-            for child in reversed(child_nodes(node)):
-                stack.append((child, owners.get(id(child)) if type(child) in _NESTED_TYPES else owner))
-        return calls
+    def _walk(self) -> None:
+        """The one walk of what the rules read: the functions a forward pass may run (module
+        classes' methods, those of their bases in this file, top-level functions), each node filed
+        under its function by type. Other classes and module-level code are not walked; nested
+        defs and lambdas are not entered (they run in frames of their own)."""
+        classes = dict.fromkeys(base for cls in self.model_classes() for base in cls.lineage())
+        for function in [*(f for cls in classes for f in cls.methods.values()), *self.functions.values()]:
+            nodes = function.nodes
+            stack: list[ast.AST] = [function.node]
+            while stack:
+                node = stack.pop()
+                nodes.setdefault(type(node), []).append(node)
+                children = child_nodes(node)
+                for child in reversed(children):
+                    if type(child) not in _NESTED_TYPES:
+                        stack.append(child)
 
     def _registrations(self, cls: ModelClass, method: Function) -> None:
         for node in method.of_type(ast.Call, ast.Assign, ast.AnnAssign):

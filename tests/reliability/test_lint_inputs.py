@@ -4,6 +4,7 @@ never a traceback (torch-free)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -139,3 +140,25 @@ def test_a_fifo_is_skipped_without_opening_it(lint, tmp_path):
     assert result.stderr == "torchlens lint: skipped pipe.py: not a regular file (a FIFO)\n"
     assert "m.py:7:13: TL101" in result.stdout
 
+
+
+def test_a_crashing_rule_is_an_internal_error_finding_and_the_rest_is_linted(lint, tmp_path, monkeypatch):
+    from torchlens.analysis.lint import RULES
+
+    def crash(model):
+        yield from ()
+        raise KeyError("boom")
+
+    monkeypatch.setitem(RULES, "TL201", dataclasses.replace(RULES["TL201"], check=crash))
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "a.py").write_text(MODEL)
+    (tmp_path / "models" / "b.py").write_text(MODEL)
+    result = lint("models")
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    for name in ("a", "b"):
+        assert (f"models/{name}.py:1:1: TL001 internal error in rule TL201 (while-condition-op): KeyError: 'boom'; "
+                "this is a bug in torchlens, not in your file: please report it with this file attached "
+                "(the other rules and files were linted)") in lines
+        assert any(line.startswith(f"models/{name}.py:7:13: TL101 ") for line in lines)
+    assert "--explain TL101" in lines[-1]
