@@ -57,11 +57,19 @@ class Host:
         """The op name if calling ``fn`` records an op (``torch.tanh`` -> ``tanh``), else ``None``."""
         return None
 
-    def op_result(self, name: str, fn: Any, args: Sequence[Value], make_tensor: Callable[[], Value],
-                  make_tuple: Callable[[Optional[int]], Value]) -> Optional[Value]:
-        """What an op returns: ``make_tensor()``, ``make_tuple(n)``, a value, or ``None`` when
-        it returns no tensor (then no op is recorded: a query such as ``size``)."""
-        return make_tensor()
+    def op_result(self, name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value],
+                  make_tensor: Callable[[Any], Value],
+                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
+        """What an op returns: ``make_tensor(meta)``, ``make_tuple(n, metas)`` (``meta``: the
+        output's stand-in, see :attr:`~analysis.values.Tensor.meta`, or ``None``), a value (a
+        query's answer), or ``None`` when it returns no tensor and the answer is unknown (no op
+        is recorded unless ``make_*`` was called)."""
+        return make_tensor(None)
+
+    def stand_in(self, tensor: Any) -> Any:
+        """The data-free stand-in of a live tensor (see :attr:`~analysis.values.Tensor.meta`):
+        the same object for the same tensor, or ``None``."""
+        return None
 
     def dispatch_op(self, fn: Any) -> Optional[str]:
         """The op ``handle_torch_function(fn, ...)`` records, or ``None`` when the dispatcher

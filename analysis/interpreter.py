@@ -47,9 +47,9 @@ from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
-from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, MAX_UNROLL,
+from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER, MAX_UNROLL,
                          MIRROR, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
-                         WITH_ENTER,
+                         UNPACK, WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, SourceFile, source_of_code, source_text
@@ -323,7 +323,7 @@ class Interpreter:
     def wrap(self, obj: Any) -> Value:
         """A live object as a value: tensors become :class:`Tensor`."""
         if isinstance(obj, self.host.tensor_type):
-            return Tensor(obj)
+            return Tensor(obj, self.host.stand_in(obj))
         return Known(obj)
 
     # -- chains and events -------------------------------------------------------------------
@@ -417,7 +417,7 @@ class Interpreter:
             return self.call_intrinsic(intrinsic, obj, args, kwargs)
         name = host.op_name(obj)
         if name is not None:
-            return self.call_op(name, obj, args)
+            return self.call_op(name, obj, args, kwargs)
         if host.is_module(obj):
             return self.module_call(obj, args, kwargs)
         if isinstance(obj, types.MethodType):
@@ -447,15 +447,15 @@ class Interpreter:
             return Opaque(f"{_name(obj)} of unknown values")  # a builtin runs no op
         return self.opaque_call(obj, args, kwargs, f"{_name(obj)} cannot be read (no Python source)")
 
-    def call_op(self, name: str, fn: Any, args: Sequence[Value]) -> Value:
+    def call_op(self, name: str, fn: Any, args: Sequence[Value], kwargs: Optional[dict[str, Value]] = None) -> Value:
         """An op call: record it and return what it returns."""
         events: list[Event] = []
 
-        def make_tensor() -> Value:
+        def make_tensor(meta: Any) -> Value:
             events.append(self.emit(name))
-            return Tensor()
+            return Tensor(meta=meta)
 
-        def make_tuple(count: Optional[int]) -> Value:
+        def make_tuple(count: Optional[int], metas: Optional[tuple]) -> Value:
             event = self.emit(name, count)
             events.append(event)
 
@@ -463,9 +463,9 @@ class Interpreter:
                 if event.slots is None or event.slots < n:
                     event.slots = n
 
-            return TensorTuple(resolve, count)
+            return TensorTuple(resolve, count, metas)
 
-        result = self.host.op_result(name, fn, args, make_tensor, make_tuple)
+        result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple)
         if result is not None:
             return result
         concrete = concrete_args(list(args), {})
@@ -488,7 +488,7 @@ class Interpreter:
             if isinstance(api, Known):
                 name = self.host.dispatch_op(api.obj)
                 if name is not None:
-                    return self.call_op(name, api.obj, rest)
+                    return self.call_op(name, api.obj, rest, kwargs)
             self.bypass_check = True  # torch's own Python re-entered past its check
             try:
                 return self.call(api, rest, kwargs)
@@ -872,9 +872,9 @@ class Interpreter:
             return Bound(self.wrap(what), value)
         if kind is Member.TENSOR:
             return Tensor()
-        if value.live is not None:  # metadata of an input or parameter: read it
+        if value.described is not None:  # metadata of an input, a parameter or a computed shape
             try:
-                return self.wrap(getattr(value.live, name))
+                return self.wrap(getattr(value.described, name))
             except Exception:  # noqa: BLE001
                 pass
         return Opaque(f"tensor attribute {name}", Nature.NUMBER)
@@ -1098,7 +1098,7 @@ class Interpreter:
         if isinstance(value, TensorTuple):
             if isinstance(key, int) and key >= 0:
                 value.resolve(key + 1)
-            return Tensor() if isinstance(key, int) else Opaque("a slice of several outputs")
+            return value.item(key) if isinstance(key, int) else Opaque("a slice of several outputs")
         if isinstance(value, Seq) and isinstance(key, slice):
             return Seq(value.items[key], value.kind)
         if isinstance(value, Seq) and isinstance(key, int):
@@ -1352,6 +1352,8 @@ class Interpreter:
         if isinstance(target, ast.Name):
             self.bind_name(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, Tensor):
+                self.at_unpack(target)
             self.assign_many(target.elts, value)
         elif isinstance(target, ast.Attribute):
             self.set_attribute(self.eval(target.value), target.attr, value)
@@ -1452,6 +1454,8 @@ class Interpreter:
 
     def exec_For(self, node: ast.For) -> Optional[Signal]:
         source = self.eval(node.iter)
+        if isinstance(source, Tensor):
+            self.at_node(node, GET_ITER)  # the tensor's __iter__ runs at the loop's GET_ITER
         items = self.iterate(source)
         saved = self.mult
         frame = self.frame
@@ -1614,6 +1618,24 @@ class Interpreter:
             return self.call(self.wrap(method.__func__), args, {})
         return self.call(self.wrap(method), [receiver, *args], {})
 
+    def at_unpack(self, target: ast.AST) -> None:
+        """Set the current place to the ``UNPACK_SEQUENCE`` that stores into ``target`` (where
+        a tensor's ``__iter__`` runs), found by the target's position in the live code."""
+        frame = self.frame
+        if frame is None:
+            return
+        frame.at = None
+        lines = {offset: line for start, end, line in frame.code.co_lines() for offset in range(start, end, 2)}
+        for ins in dis.get_instructions(frame.code):
+            if ins.opname not in UNPACK:
+                continue
+            where = getattr(ins, "positions", None)
+            span = (where.lineno, where.end_lineno, where.col_offset, where.end_col_offset) if where else None
+            if span == (target.lineno, target.end_lineno, target.col_offset, target.end_col_offset) \
+                    or span is None and lines.get(ins.offset) == target.lineno:
+                frame.at = instruction_place(frame.code, ins.offset)
+                return
+
     def at_nth(self, node: ast.AST, opnames: frozenset, k: int) -> None:
         """Set the current place to the ``k``-th instruction of ``node`` among ``opnames``."""
         frame = self.frame
@@ -1639,7 +1661,9 @@ class Interpreter:
         if isinstance(value, Instance) and value.items is not None:
             return iter(list(value.items.values()))
         if isinstance(value, TensorTuple) and value.count is not None:
-            return iter([Tensor() for _ in range(value.count)])
+            return iter(value.items(value.count))
+        if isinstance(value, Tensor):
+            return self.tensor_items(value)
         if isinstance(value, Known):
             obj = value.obj
             if isinstance(obj, (types.GeneratorType, Iterator)) and not isinstance(obj, range):
@@ -1652,15 +1676,22 @@ class Interpreter:
                 return None
         return None
 
+    def tensor_items(self, value: Tensor) -> Optional[Iterator[Value]]:
+        """Iterating a tensor runs the tensor type's ``__iter__`` from the current place (torch:
+        ``iter(self.unbind(0))``); its items, or ``None`` when their number is unknown."""
+        kind, member = self.host.tensor_attribute("__iter__")
+        if kind is not Member.METHOD:
+            return None
+        result = self.call(self.wrap(member), [value], {})
+        return None if isinstance(result, Tensor) else self.iterate(result)
+
     def unpack(self, value: Value, count: Optional[int]) -> Optional[list[Value]]:
         """``a, b = value``: the items, or ``None`` when unknown."""
         if isinstance(value, TensorTuple):
             if count is not None:
                 value.resolve(count)
-                return [Tensor() for _ in range(count)]
-            return None if value.count is None else [Tensor() for _ in range(value.count)]
-        if isinstance(value, Tensor):
-            return [Tensor() for _ in range(count)] if count is not None else None
+                return value.items(count)
+            return None if value.count is None else value.items(value.count)
         items = self.iterate(value)
         if items is None:
             return [element_of(value) for _ in range(count)] if count is not None else None
@@ -1742,6 +1773,11 @@ class Interpreter:
     def b_len(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         if not args or isinstance(args[0], (Known, Lazy)):
             return None  # concrete: called for real
+        if isinstance(args[0], Tensor):  # its first dimension: no op, nothing iterated
+            try:
+                return Known(len(args[0].described)) if args[0].described is not None else None
+            except TypeError:  # a 0-d tensor: len raises
+                return None
         items = self.iterate(args[0])
         if items is not None:
             return Known(len(list(items)))
@@ -1891,6 +1927,8 @@ class Interpreter:
         if len(args) != 1 or isinstance(args[0], Known):
             return None
         value = args[0]
+        if isinstance(value, TensorTuple) and value.count is None:
+            return Opaque("an iterator over outputs whose number is not static")
         return Lazy(lambda: self.iterate(value) or iter(()), "iter")
 
     def b_next(self, args: list[Value], kwargs: dict) -> Optional[Value]:

@@ -192,4 +192,6 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
             count = count + slots[i][0].count
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
         layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note))
-    return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)), tuple(notes))
+    unsized = [f"{layer.layer_label} at {layer.where()}: its number of outputs is not static, only the first "
+               "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
+    return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)), tuple(dict.fromkeys([*notes, *unsized])))

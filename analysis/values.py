@@ -51,6 +51,14 @@ class Tensor(Value):
 
     #: The live tensor (a parameter or buffer), when there is one.
     live: Any = None
+    #: The host's data-free stand-in with this tensor's shape, dtype and device (torch: a fake
+    #: tensor), when the run could compute it; its metadata is read as the live one's.
+    meta: Any = None
+
+    @property
+    def described(self) -> Any:
+        """The object whose metadata (``shape``, ``dtype``) this tensor has, or ``None``."""
+        return self.live if self.live is not None else self.meta
 
 
 @dataclass(eq=False, slots=True)
@@ -61,6 +69,16 @@ class TensorTuple(Value):
     resolve: Callable[[int], None]
     #: The number of outputs, when known.
     count: Optional[int] = None
+    #: The outputs' stand-ins (see :attr:`Tensor.meta`), when computed.
+    metas: Optional[tuple] = None
+
+    def item(self, k: int) -> Tensor:
+        """Output ``k`` (its stand-in when known)."""
+        return Tensor(meta=self.metas[k] if self.metas is not None and -len(self.metas) <= k < len(self.metas)
+                      else None)
+
+    def items(self, count: int) -> list[Tensor]:
+        return [self.item(k) for k in range(count)]
 
 
 @dataclass(eq=False, slots=True)
@@ -221,9 +239,11 @@ def identical(left: Value, right: Value) -> Optional[bool]:
         return left.obj is right.obj
     if left is right:
         return True
-    if isinstance(left, Tensor) and isinstance(right, Tensor) and left.live is not None \
-            and right.live is not None:
-        return left.live is right.live
+    if isinstance(left, Tensor) and isinstance(right, Tensor):
+        if left.meta is not None and right.meta is not None:  # stand-ins alias as the tensors do
+            return left.meta is right.meta
+        if left.live is not None and right.live is not None:
+            return left.live is right.live
     known = left if isinstance(left, Known) else right if isinstance(right, Known) else None
     other = right if known is left else left
     if known is not None and not isinstance(other, Opaque):

@@ -153,9 +153,50 @@ def test_code_without_source_is_marked_not_crashed():
 def real_models():
     torch.manual_seed(0)
     x = torch.randn(2, 3, 8)
+    seq, mem = torch.randn(5, 2, 8), torch.randn(7, 2, 8)
     yield "MultiheadAttention", nn.MultiheadAttention(8, 2, batch_first=True).eval(), (x, x, x)
     yield "TransformerEncoderLayer", nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval(), (x,)
     yield "LSTM", nn.LSTM(3, 5, num_layers=2, batch_first=True), (torch.randn(2, 4, 3),)
+    yield "Transformer", nn.Transformer(8, 2, 1, 1, 16).eval(), (mem, seq)
+    yield "TransformerDecoderLayer", nn.TransformerDecoderLayer(8, 2, 16).eval(), (seq, mem)
+
+
+@pytest.mark.parametrize("name", ["Transformer", "TransformerDecoderLayer"])
+def test_shapes_make_cross_attention_exact(name: str):
+    """Cross attention asks ``q is k`` of a computed tensor and an input, and reshapes by sizes
+    it reads: with shapes carried through the run (fake tensors) both are decided."""
+    model, inputs = next((m, i) for n, m, i in real_models() if n == name)
+    pred = tl.predict(model, *inputs)
+    report = tl.trace(model, *inputs).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+
+
+class ShapeDriven(nn.Module):
+    """Counts, branches and loops that only the input's shape decides."""
+
+    def forward(self, x):
+        total = sum(part.tanh() for part in x.chunk(x.shape[0]))
+        for row in x:  # a tensor's __iter__: unbind(0), one layer per output
+            total = total + row
+        a, b = x[:2]
+        if x.shape[-1] > 3:
+            total = total.relu()
+        else:
+            total = total.sigmoid()
+        for _ in range(x.size(1)):
+            total = total * 2
+        return total + a + b + x.float().sum(), len(x)
+
+
+def test_shapes_decide_counts_branches_and_loops():
+    model, x = ShapeDriven(), torch.randn(3, 4)
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not report.unexecuted and not pred.gaps and not pred.notes, \
+        str(report)
+    assert pred["tanh_1"].num_passes == 3 and pred["mul_1"].num_passes == 4
+    assert [layer.func_name for layer in pred].count("unbind") == 5  # 3 rows, then a, b
+    assert "sigmoid" not in [layer.func_name for layer in pred]
 
 
 def transformers_models():

@@ -14,16 +14,17 @@ import functools
 import inspect
 import os
 import types
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import nn
 
 from torchlens.analysis.host import Host, Intrinsic, Member
-from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, Value
+from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, TensorTuple, Value
 from torchlens.capture.funcs import OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
 
-__all__ = ["TorchHost"]
+__all__ = ["TorchHost", "FakeShapes"]
 
 #: Tensor-returning ops whose name says they return something else: no op is recorded.
 _NOT_TENSOR = frozenset({
@@ -118,6 +119,7 @@ class TorchHost(Host):
         self._transforms = _transforms()
         self._names: dict[int, tuple[Any, Optional[str]]] = {}
         self._dunders = _dunder_names()
+        self._shapes = FakeShapes()
 
     # -- ops ---------------------------------------------------------------------------------
 
@@ -146,17 +148,39 @@ class TorchHost(Host):
             return None
         return REFLECTED.get(raw) or (self._dunders.get(raw) if tensor_method else None) or op_name(raw)
 
-    def op_result(self, name: str, fn: Any, args: Sequence[Value], make_tensor: Callable[[], Value],
-                  make_tuple: Callable[[Optional[int]], Value]) -> Optional[Value]:
-        if name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_"):
-            return None
+    def op_result(self, name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value],
+                  make_tensor: Callable[[Any], Value],
+                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
+        """What the op returns, its shapes computed on fake tensors where every input is known."""
+        result = self._shapes.run(fn, args, kwargs) if self._runs_on_fakes(fn) else _UNKNOWN
+        if name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_"):  # unless x.float()
+            if result is _UNKNOWN:
+                return None
+            if not _holds_tensor(result):  # the query's answer (size, dim)
+                return Known(result)
+        if isinstance(result, torch.Tensor):
+            return make_tensor(result)
+        if isinstance(result, (tuple, list)) and result and all(isinstance(r, torch.Tensor) for r in result):
+            return make_tuple(len(result), tuple(result))
         if name in _FIXED_OUTPUTS:
-            return make_tuple(_FIXED_OUTPUTS[name])
+            return make_tuple(_FIXED_OUTPUTS[name], None)
         if name in _WITH_DIM:
-            return make_tuple(2) if len(args) > 1 and not _is_tensor_value(args[1]) else make_tensor()
+            return make_tuple(2, None) if len(args) > 1 and not _is_tensor_value(args[1]) else make_tensor(None)
         if name in _SPLITS:
-            return make_tuple(_split_count(name, args))
-        return make_tensor()
+            return make_tuple(_split_count(name, args), None)
+        return make_tensor(None)
+
+    def stand_in(self, tensor: Any) -> Any:
+        return self._shapes.fake(tensor)
+
+    def _runs_on_fakes(self, fn: Any) -> bool:
+        """An op torch implements (in C, or in Python reached through its dispatcher such as
+        ``Tensor.unflatten``; a view property named by a string): run as is on fake tensors.
+        Modules recorded as one op (TorchScript) and transforms are not."""
+        if isinstance(fn, (str, torch._ops.OpOverloadPacket, *_C_TYPES)):
+            return True
+        return isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("torch.") \
+            and fn not in self._transforms
 
     def dispatch_op(self, fn: Any) -> Optional[str]:
         """As the capture's mode classifies what ``handle_torch_function`` hands it."""
@@ -316,3 +340,76 @@ def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
         return len(args) if all(not isinstance(a, Seq) for a in args) else None
     return None
 
+
+
+#: An op whose outputs the fake run could not compute.
+_UNKNOWN = object()
+
+
+class _NoShape(Exception):
+    """An argument whose value (or shape) the prediction does not know."""
+
+
+class FakeShapes:
+    """Ops run on fake tensors (shape, dtype and device, no data: ``torch._subclasses``), so
+    shapes, output counts and shape-dependent branches follow the run exactly.
+
+    Live inputs, parameters and buffers are converted once (the fakes are copies: an in-place
+    op changes the fake, never the model); an op with an input whose shape is unknown, or
+    whose output shape depends on data (``nonzero``, ``item``), gives :data:`_UNKNOWN`.
+    Nothing runs on real data and no random number is drawn.
+    """
+
+    def __init__(self) -> None:
+        self._mode: Any = None
+
+    def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
+        try:
+            plain = [self._plain(a) for a in args]
+            plain_kw = {k: self._plain(v) for k, v in kwargs.items()}
+        except _NoShape:
+            return _UNKNOWN
+        mode = self._fake_mode()
+        try:
+            with mode, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if isinstance(fn, str):  # a view property (.T, .mT)
+                    return getattr(plain[0], fn)
+                return fn(*plain, **plain_kw)
+        except Exception:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
+            return _UNKNOWN
+
+    def fake(self, tensor: torch.Tensor) -> Any:
+        """The fake of a live tensor (the same one each time), or ``None`` if it has none."""
+        try:
+            return self._fake_mode().from_tensor(tensor)
+        except Exception:  # noqa: BLE001 - a tensor subclass or layout fakes do not support
+            return None
+
+    def _fake_mode(self) -> Any:
+        if self._mode is None:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            self._mode = FakeTensorMode(allow_non_fake_inputs=True)
+        return self._mode
+
+    def _plain(self, value: Value) -> Any:
+        if isinstance(value, Tensor):
+            if value.meta is not None:
+                return value.meta
+            raise _NoShape
+        if isinstance(value, Known):
+            return value.obj
+        if isinstance(value, Seq):
+            return value.kind(self._plain(v) for v in value.items)
+        if isinstance(value, Dict) and all(type(k) is not object for k in value.items):
+            return {k: self._plain(v) for k, v in value.items.items()}
+        if isinstance(value, TensorTuple) and value.metas is not None:
+            return value.metas
+        raise _NoShape
+
+
+def _holds_tensor(obj: Any) -> bool:
+    if isinstance(obj, torch.Tensor):
+        return True
+    return isinstance(obj, (tuple, list)) and any(_holds_tensor(o) for o in obj)
