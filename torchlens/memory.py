@@ -64,6 +64,8 @@ def _lazy_bytes(trace: "Trace") -> Iterator[int]:
         return
     seen: set[Any] = set()
     for tensor in held_tensors(trace):
+        if not isinstance(tensor, torch.Tensor):  # a JAX trace's arrays
+            continue
         key = (tensor.device, storage_key(tensor))
         if key not in seen and tensor.device.type != "meta" and tensor.layout == torch.strided and is_cow(tensor):
             seen.add(key)
