@@ -51,7 +51,12 @@ def explain_layer(trace: Any, layer: Any) -> str:
     if layer.is_buffer:
         lines.append(f"buffer {layer.ops[0].buffer.address}: versions grouped by the place that wrote them")
     lines.append("call site (outermost first):")
-    lines += chain_text(layer.call_site.frames)
+    options = getattr(trace, "options", None)
+    if not layer.call_site.frames and getattr(options, "grouping_policy", {}).get("detector") == "grouper_v1":
+        lines.append("  (no Python frame in this capture: grouped by graph structure, grouper_v1: "
+                     "op signature and position in a repeated loop-carried block)")
+    else:
+        lines += chain_text(layer.call_site.frames)
     lines.append(f"output slot {layer.ops[0].graph.site_key[2]}")
     if layer.num_passes > 1:
         calls = [op.module_call or "no module call" for op in layer.ops]

@@ -8,6 +8,11 @@ Inputs and outputs are always single-pass layers. A buffer's versions are groupe
 place that wrote them; its starting value joins the layer of the first write after it when
 that write's place repeats (loop-carried state), and is a layer of its own otherwise.
 
+A capture without Python call-site evidence (``RawCapture.detector`` is ``grouper_v1``: a
+jaxpr without tracebacks) groups its compute ops by the structural grouper instead
+(:mod:`torchlens.analysis.structural`: loops found as back-to-back repeated blocks with
+loop-carried dataflow, keyed by position within the module call).
+
 Grouping and labels follow the key core (:mod:`torchlens.analysis.keys`), which the
 prediction uses too: ``{func}_{n}`` for the n-th layer of that name in order of first
 execution, ``{layer}:{k}`` for the k-th pass, ``{address}:{k}`` for a module call.
@@ -20,20 +25,21 @@ from typing import Hashable
 
 from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_label
 from torchlens.analysis.sites import HookMark, Link
+from torchlens.analysis.structural import StructOp, structural_keys
 from torchlens.capture.backends import Detector
 from torchlens.capture.buffers import BUFFER
-from torchlens.capture.record import RawCapture, RawOp, layer_key
+from torchlens.capture.record import OP, RawCapture, RawOp, layer_key
 
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
 
 #: What ran, by detector: ``trace.options.grouping_policy``. ``grouper_v1`` (captures without
-#: call-site evidence) keys every op by its position in its module call.
+#: call-site evidence) groups by graph structure: :mod:`torchlens.analysis.structural`.
 GROUPING_POLICIES = {
     Detector.CALLSITE: {"detector": Detector.CALLSITE.value,
                         "key": ("scope", "call_site", "operation", "output_slot")},
     Detector.GROUPER: {"detector": Detector.GROUPER.value,
-                       "key": ("scope", "operation", "arguments", "ordinal", "output_slot")},
+                       "key": ("scope", "signature", "loop_position")},
 }
 
 
@@ -98,8 +104,16 @@ def _key(i: int, op: RawOp, ordinals: list[int], raw: RawCapture) -> Hashable:
 
 
 def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
-    """Every op's grouping key, with each buffer's starting value placed by the rule."""
+    """Every op's grouping key, with each buffer's starting value placed by the rule; compute
+    ops of a capture without call-site evidence by the structural grouper."""
     keys = [_key(i, op, ordinals, raw) for i, op in enumerate(raw.ops)]
+    if raw.detector is Detector.GROUPER:
+        structural = structural_keys([
+            StructOp(op.scope, op.call if op.kind == OP else -2 - i, (op.name, op.args_text, op.slot, op.params),
+                     tuple(op.parents))
+            for i, op in enumerate(raw.ops)
+        ])
+        keys = [structural[i] if op.kind == OP else key for i, (op, key) in enumerate(zip(raw.ops, keys))]
     versions: dict[str, list[int]] = {}
     for i, op in enumerate(raw.ops):
         if op.kind == BUFFER:

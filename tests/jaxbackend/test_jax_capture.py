@@ -157,14 +157,18 @@ def _without_tracebacks(closed):
 
 
 def test_structural_fallback_without_tracebacks():
-    """A jaxpr whose equations carry no Python traceback is grouped by position (grouper_v1):
-    the loop's iterations are separate layers, since nothing says they are one place."""
-    closed = _without_tracebacks(jax.make_jaxpr(M.loop)(X))
-    trace = tl.trace(closed, X)
-    assert trace.options.grouping_policy["detector"] == "grouper_v1"
-    assert layers(trace) == [("tanh_1", 1), ("mul_1", 1), ("tanh_2", 1), ("mul_2", 1), ("tanh_3", 1), ("mul_3", 1)]
-    assert str(trace["tanh_1"].call_site) == "(no Python frame)"
-    np.testing.assert_array_equal(np.asarray(trace["output_1"].out), np.asarray(M.loop(X)))
+    """A jaxpr whose equations carry no Python traceback is grouped by structure (grouper_v1):
+    the loop is found from its repeated, loop-carried body; a loop written out by hand looks
+    the same, so it folds too (call sites are what tell them apart)."""
+    for function, expected in ((M.loop, [("tanh_1", 3), ("mul_1", 3)]),
+                               (M.unrolled, [("tanh_1", 2), ("mul_1", 2)]),
+                               (M.two_on_one_line, [("sin_1", 1), ("sin_2", 1), ("add_1", 1)])):
+        closed = _without_tracebacks(jax.make_jaxpr(function)(X))
+        trace = tl.trace(closed, X)
+        assert trace.options.grouping_policy["detector"] == "grouper_v1"
+        assert layers(trace) == expected
+        assert str(trace["tanh_1" if "tanh_1" in trace else "sin_1"].call_site) == "(no Python frame)"
+        np.testing.assert_array_equal(np.asarray(trace["output_1"].out), np.asarray(function(X)))
 
 
 def test_a_jaxpr_with_tracebacks_is_grouped_by_call_site():

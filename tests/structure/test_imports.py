@@ -147,7 +147,7 @@ def _run(code: str, cwd: Path = ROOT) -> str:
 
 
 TORCH_FREE = [m for m in MODULES if _layer(m) == 0] + [
-    "torchlens", "torchlens.errors", "torchlens.capture.frames", "torchlens.capture.standin",
+    "torchlens", "torchlens.errors", "torchlens.capture.frames", "torchlens.capture.standin", "torchlens.capture.backends",
     "torchlens.fuzz.spec", "torchlens.fuzz.oracle", "torchlens.fuzz.strategies"]
 
 
