@@ -219,3 +219,33 @@ class Siamese(nnx.Module):
 
     def __call__(self, a, b):
         return self.encoder(a) - self.encoder(b)
+
+
+def while_in_function(x):
+    return jax.lax.while_loop(lambda c: c[1] < 3, lambda c: (jnp.sin(c[0]), c[1] + 1), (x, 0))[0]
+
+
+def cond_in_loop(x):
+    for k in range(2):
+        x = jax.lax.cond(k == 0, jnp.sin, jnp.cos, x)
+    return x
+
+
+@jax.custom_vjp
+def clipped(x):
+    return jnp.tanh(x)
+
+
+clipped.defvjp(lambda x: (jnp.tanh(x), x), lambda x, g: (g,))
+
+
+def custom_vjp_two_lines(x):
+    a = clipped(x)
+    b = clipped(a)
+    return b
+
+
+def checkpoint_in_loop(x):
+    for _ in range(3):
+        x = jax.checkpoint(lambda t: jnp.cos(t) * 2.0)(x)
+    return x

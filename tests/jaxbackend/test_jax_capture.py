@@ -41,6 +41,10 @@ CASES = [
     ("a jitted helper called from two lines", M.jit_two_lines, [("exp_1", 1), ("exp_2", 1)]),
     ("a jitted helper called from one loop line", M.jit_in_loop, [("exp_1", 3)]),
     ("lax.scan in a loop: one boundary op", M.scan_in_loop, [("scan_1", 2)]),
+    ("lax.while_loop: one boundary op, a layer per output slot", M.while_in_function, [("while_1", 1), ("while_2", 1)]),
+    ("lax.cond in a loop: one boundary op", M.cond_in_loop, [("cond_1", 2)]),
+    ("a custom_vjp function called from two lines", M.custom_vjp_two_lines, [("tanh_1", 1), ("tanh_2", 1)]),
+    ("jax.checkpoint in a loop", M.checkpoint_in_loop, [("cos_1", 3), ("mul_1", 3)]),
 ]
 
 

@@ -158,6 +158,7 @@ def test_the_torch_free_modules_leave_torch_unimported():
 
 def test_torchlens_and_a_torch_trace_leave_jax_unimported():
     """Only tracing a JAX value or module imports jax (the JAX backend is looked up lazily)."""
+    pytest.importorskip("torch")
     code = ("import sys, torch, torchlens as tl; tl.trace(torch.nn.Linear(2, 2), torch.ones(1, 2)); "
             "print(sorted(m for m in ('jax', 'jaxlib', 'flax', 'torchlens.capture.jaxbackend') if m in sys.modules))")
     assert _run(code) == "[]"
