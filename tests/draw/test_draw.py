@@ -277,7 +277,7 @@ def test_a_container_passed_into_a_module_call_is_drawn_with_keys_on_the_edges_i
     trace = tl.trace(FeedsList(), torch.ones(2), capture=tl.options.CaptureOptions(capture_container_structure=True))
     labels = trace.draw(show_containers="labels").source
     assert '"sin_1" -> "stack_1" [label="[0][0]"]' in labels and '"cos_1" -> "stack_1" [label="[0][1]"]' in labels
-    assert '"sin_1" -> "mul_1"\n' in labels  # the same leaf used outside the call: no key
+    assert '"sin_1" -> "mul_1" [weight="0" color="#9aa5b5"]' in labels  # used outside the call: no key
     assert '"container ' not in labels
     collapsed = trace.draw(show_containers="collapsed").source
     assert 'label="list[2] (head:1 input)' in collapsed
@@ -288,3 +288,39 @@ def test_a_container_passed_into_a_module_call_is_drawn_with_keys_on_the_edges_i
     assert '"sin_1" -> "head" [label="[0][0]"]' in folded
     unrolled = trace.draw(show_containers="nodes", view="unrolled").source
     assert '"cos_1:1" -> "stack_1:1" [label="[0][1]"]' in unrolled
+
+
+def test_boxes_are_labelled_inside_their_parent_box_with_the_full_address_as_tooltip():
+    source = tl.trace(C.ResidualBlockLoop(), torch.randn(2, 4)).draw().source
+    assert '\t\t\tlabel="f1 (Linear) x3"\n' in source and 'tooltip="block.f1 (Linear)"' in source
+    unrolled = tl.trace(C.ResidualBlockLoop(), torch.randn(2, 4)).draw(view="unrolled").source
+    assert 'label="f1:2 (Linear)"' in unrolled and 'label="block:2 (ResidualBlock)"' in unrolled
+
+
+def test_a_residual_input_is_a_side_edge_and_the_latest_input_the_main_line():
+    source = tl.trace(C.ResidualBlockLoop(), torch.randn(2, 4)).draw(view="unrolled").source
+    assert '"linear_1:1" -> "add_1:1"\n' in source  # the block's own computation: the main line
+    assert '"input_1:1" -> "add_1:1" [weight="0" color="#9aa5b5"]' in source  # the residual skips ahead
+    pair = tl.trace(UsesPair(), torch.ones(2)).draw().source
+    assert '"sin_1" -> "mul_1"\n' in pair and '"cos_1" -> "mul_1"\n' in pair  # parallel inputs: no skip
+
+
+class ReluTwice(nn.Module):
+    """One ReLU module used twice in a block, as torchvision's BasicBlock does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.act, self.out = nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.act(self.lin(x))
+        h = self.act(h + x)
+        return self.out(h)
+
+
+def test_what_a_later_pass_feeds_is_kept_below_what_fed_that_pass():
+    source = tl.trace(ReluTwice(), torch.randn(2, 4)).draw().source
+    assert '"add_1" -> "relu_1" [label="to 2" constraint="false"' in source  # pass 2 comes back from add_1
+    assert '"relu_1" -> "linear_2" [label="2"]' in source
+    assert '"add_1" -> "linear_2" [style="invis"]' in source  # so linear_2 is laid out below add_1
+    render_svg(source)

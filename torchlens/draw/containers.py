@@ -133,7 +133,7 @@ def _label_edges(drawing: "TraceDrawing", leaves: list[tuple[str, str]], is_outp
         end = head if is_output else tail
         if into is not None and head not in into:
             continue
-        if end in keys and attrs.get("style") != "dashed":
+        if end in keys and attrs.get("style") not in ("dashed", "invis"):
             attrs["label"] = f"{attrs['label']} {keys[end]}" if "label" in attrs else keys[end]
 
 

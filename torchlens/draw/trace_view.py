@@ -29,6 +29,8 @@ CLUSTER_FILLS = ("#f4f6fa", "#e9eef6", "#dfe6f1", "#d5deec")
 INPUT_FILL, OUTPUT_FILL, PARAM_FILL, BUFFER_FILL = "#dff0d8", "#fbe3cf", "#eef1f7", "#f2f2f2"
 MODULE_FILL = "#dde6f5"
 BACK_EDGE_COLOR = "#2b6cb0"
+#: An edge that skips ahead (a residual, a dense connection): lighter, and free to bend.
+SKIP_EDGE = {"weight": "0", "color": "#9aa5b5"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,8 @@ class TraceDrawing:
         self.passes: dict[str, int] = {}
         #: Nodes that stand for a collapsed module (rolled) or module call (unrolled).
         self.module_nodes: set[str] = set()
+        #: Nodes of buffer versions (state): never a node's main line.
+        self.state_nodes: set[str] = set()
         #: Module call label -> the call it ran inside.
         self.call_parent = call_parents(trace)
 
@@ -158,11 +162,11 @@ class TraceDrawing:
         elif call is None and above is not None:
             parent = self.module_cluster(above)
         times = f" x{module.num_calls}" if call is None and module.num_calls > 1 else ""
-        label = f"{name} ({module.type_name}){times}"
+        label = f"{_relative(name, parent)} ({module.type_name}){times}"
         fill = CLUSTER_FILLS[(self.tree.depth.get(address, 1) - 1) % len(CLUSTER_FILLS)]
         self.scene.clusters[name] = Cluster(name, label, parent, {
             "style": "rounded,filled", "fillcolor": fill, "color": "#8da2c0", "fontsize": "10",
-            "labeljust": "l", "fontcolor": "#2d3f5f"})
+            "labeljust": "l", "fontcolor": "#2d3f5f", "tooltip": f"{name} ({module.type_name})"})
         return name
 
     # -- nodes -----------------------------------------------------------------------------------
@@ -184,9 +188,11 @@ class TraceDrawing:
             what = f"{count} op{'s' if count != 1 else ''}"
         params = param_count(self.trace, inside)
         times = f" x{module.num_calls}" if call is None and module.num_calls > 1 else ""
-        lines = [f"{name}{times}", module.type_name, what + (f", {human(params)} params" if params else "")]
         cluster = self._cluster_for(address, call)
-        self.scene.node(name, "\n".join(lines), cluster, fillcolor=MODULE_FILL, style="filled", shape="box3d")
+        lines = [f"{_relative(name, cluster)}{times}", module.type_name,
+                 what + (f", {human(params)} params" if params else "")]
+        self.scene.node(name, "\n".join(lines), cluster, fillcolor=MODULE_FILL, style="filled", shape="box3d",
+                        tooltip=f"{name} ({module.type_name})")
         self.order[name] = order
         self.passes[name] = module.num_calls if call is None else 1
         self.module_nodes.add(name)
@@ -236,6 +242,8 @@ class TraceDrawing:
             self.passes[name] = layer.num_passes
             cluster = self.module_cluster(layer.module) if layer.module != ROOT else None
             self.scene.node(name, self.layer_label(layer), cluster, **self.layer_attrs(layer))
+            if layer.is_buffer:
+                self.state_nodes.add(name)
         self.write_edges(lambda op: op.layer_label)
         return self.scene
 
@@ -258,6 +266,8 @@ class TraceDrawing:
             elif layer.module != ROOT:
                 cluster = self.module_cluster(layer.module)
             self.scene.node(op.label, self.op_label(op), cluster, **self.layer_attrs(layer, op))
+            if layer.is_buffer:
+                self.state_nodes.add(op.label)
         self.write_edges(lambda op: op.label)
         return self.scene
 
@@ -284,8 +294,64 @@ class TraceDrawing:
                 edges.add(tail, head, tail_pass, head_pass)
         if self.settings.fold_repeats:
             self.fold_repeats(edges)
+        skips = self.skips(edges)
         for (tail, head), tail_passes in edges.tails.items():
-            self.scene.edge(tail, head, **self.edge_attrs(tail, head, tail_passes, edges.heads[(tail, head)]))
+            attrs = self.edge_attrs(tail, head, tail_passes, edges.heads[(tail, head)])
+            if (tail, head) in skips:
+                attrs.update(SKIP_EDGE)
+            self.scene.edge(tail, head, **attrs)
+        for tail, head in self.layout_ties(edges):
+            self.scene.edge(tail, head, style="invis")
+
+    def layout_ties(self, edges: _Edges) -> list[tuple[str, str]]:
+        """Invisible edges that keep what a later pass feeds below what fed that pass.
+
+        A node fed again on a loop-carried edge (a ResNet block's ``relu x2``: after ``bn1``,
+        then after ``add``) sits where its first pass runs, so what its later passes feed (the
+        next block) would hang beside the block; a tie from the loop-carried edge's tail to each
+        such consumer keeps it below.
+        """
+        fed_back: dict[str, list[tuple[str, set[int]]]] = {}
+        for (tail, head), head_passes in edges.heads.items():
+            if tail != head and self.order[head] <= self.order[tail]:
+                fed_back.setdefault(head, []).append((tail, set(head_passes)))
+        ties: dict[tuple[str, str], None] = {}
+        for (node, consumer), tail_passes in edges.tails.items():
+            for source, passes in fed_back.get(node, ()):
+                if (self.order[consumer] > self.order[source] and not passes.isdisjoint(tail_passes)
+                        and (source, consumer) not in edges.tails):
+                    ties[(source, consumer)] = None
+        return list(ties)
+
+    def skips(self, edges: _Edges) -> set[tuple[str, str]]:
+        """Edges that skip ahead: into a node from an ancestor of its latest computed input (a
+        residual, a dense connection). The latest input is the main line the layout keeps
+        straight; parallel inputs (``q`` and ``k`` into a ``matmul``) are not skips, and buffer
+        versions (state read beside the data) are neither."""
+        inputs: dict[str, list[str]] = {}
+        for tail, head in edges.tails:
+            if self.order[tail] < self.order[head] and tail not in self.state_nodes:
+                inputs.setdefault(head, []).append(tail)
+        skips = set()
+        for head, tails in inputs.items():
+            if len(tails) > 1:
+                main = max(tails, key=self.order.__getitem__)
+                skips.update((tail, head) for tail in tails if tail != main and self._reaches(inputs, tail, main))
+        return skips
+
+    def _reaches(self, inputs: dict[str, list[str]], source: str, target: str) -> bool:
+        """Whether ``source`` is an ancestor of ``target`` along forward edges (whose draw order
+        only grows, so the search stops below ``source``'s)."""
+        floor = self.order[source]
+        todo, seen = [target], {target}
+        while todo:
+            for tail in inputs.get(todo.pop(), ()):
+                if tail == source:
+                    return True
+                if tail not in seen and self.order[tail] > floor:
+                    seen.add(tail)
+                    todo.append(tail)
+        return False
 
     def pass_at(self, node: str, op: Op) -> int:
         """Which pass of ``node`` an op is: its pass (rolled layer), the number of the module's call
@@ -372,7 +438,8 @@ class TraceDrawing:
             first = run[0]
             head, *rest = first.label.split("\n")
             last = run[-1].name
-            first.label = "\n".join([f"{first.name} .. {last.rpartition('.')[2]} x{len(run)}", *rest])
+            first.label = "\n".join([f"{_relative(first.name, first.cluster)} .. {last.rpartition('.')[2]} x{len(run)}",
+                                     *rest])
             first.attrs["peripheries"] = "2"
             for node in run[1:]:
                 rename[node.name] = first.name
@@ -410,6 +477,14 @@ class TraceDrawing:
             for head in heads[1:]:
                 rename[head] = heads[0]
                 del self.scene.nodes[head]
+
+
+def _relative(name: str, parent: Optional[str]) -> str:
+    """A box's name inside its parent box: ``conv1`` in ``layer1.0``, ``f1:2`` in ``block:2``."""
+    if parent is None:
+        return name
+    prefix = parent.rpartition(":")[0] if ":" in name else parent
+    return name[len(prefix) + 1:] if name.startswith(prefix + ".") else name
 
 
 def _module_of(call: str) -> str:
