@@ -71,6 +71,11 @@ class Host:
         the same object for the same tensor, or ``None``."""
         return None
 
+    def call_for_real(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """Call ``fn`` on stand-ins, refusing (raising) if it calls into the library at all:
+        what runs there would be ops the prediction does not record."""
+        return fn(*args, **kwargs)
+
     def dispatch_op(self, fn: Any) -> Optional[str]:
         """The op ``handle_torch_function(fn, ...)`` records, or ``None`` when the dispatcher
         re-enters ``fn`` as Python (torch's own functions such as ``F.softmax``)."""

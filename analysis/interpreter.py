@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections.abc
 import copy
+import dataclasses
 import dis
 import functools
 import inspect
@@ -262,6 +264,8 @@ class Interpreter:
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
         self._keep: list[Any] = []
+        #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
+        self.held: dict[int, tuple[Any, Value]] = {}
         #: Builtins the run models itself, by the live builtin.
         self.handlers: dict[Any, Handler] = {
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
@@ -321,7 +325,11 @@ class Interpreter:
             self.mult = saved
 
     def wrap(self, obj: Any) -> Value:
-        """A live object as a value: tensors become :class:`Tensor`."""
+        """A live object as a value: tensors become :class:`Tensor`; a stand-in handed to an
+        object built for real (:meth:`build_for_real`) is the value it stood in for."""
+        held = self.held.get(id(obj))
+        if held is not None and held[0] is obj:
+            return held[1]
         if isinstance(obj, self.host.tensor_type):
             return Tensor(obj, self.host.stand_in(obj))
         return Known(obj)
@@ -567,6 +575,10 @@ class Interpreter:
                 instance = Instance(cls)
                 self.run_live_function(init, [instance, *args], kwargs)
                 return instance
+            if dataclasses.is_dataclass(cls):  # a custom __new__ (ModelOutput is a dict)
+                built = self.build_for_real(cls, args, kwargs)
+                if built is not None:
+                    return built
             made = self.opaque_call(cls, args, kwargs, f"constructing {cls.__qualname__}")
             if not issubclass(cls, self.host.tensor_type) and not any(
                     may_hold_tensor(v) for v in (*args, *kwargs.values())):
@@ -585,6 +597,29 @@ class Interpreter:
             finally:
                 self.recording = saved
         return instance
+
+    def build_for_real(self, cls: type, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+        """A dataclass with a custom ``__new__`` (``ModelOutput``, an ordered dict whose
+        ``__post_init__`` fills it), built for real with a stand-in for each argument: tensors by their shape-carrying stand-ins, other values by
+        a :class:`_Held` placeholder; reading them back gives the values themselves. ``None``
+        when construction fails or would call the library (then the object is opaque)."""
+        try:
+            made = self.host.call_for_real(cls, [self.stand_in_for(a) for a in args],
+                                           {k: self.stand_in_for(v) for k, v in kwargs.items()})
+        except Exception:  # noqa: BLE001 - it would raise, or touch the library: opaque as before
+            return None
+        self._keep.append(made)
+        return Known(made)
+
+    def stand_in_for(self, value: Value) -> Any:
+        """A concrete object to hand real code in place of ``value`` (see :meth:`wrap`)."""
+        if isinstance(value, Known):
+            return value.obj
+        if isinstance(value, Seq):
+            return value.kind(self.stand_in_for(v) for v in value.items)
+        obj = value.described if isinstance(value, Tensor) and value.described is not None else _Held(value)
+        self.held[id(obj)] = (obj, value)
+        return obj
 
     # -- Python functions --------------------------------------------------------------------
 
@@ -1099,6 +1134,8 @@ class Interpreter:
             if isinstance(key, int) and key >= 0:
                 value.resolve(key + 1)
             return value.item(key) if isinstance(key, int) else Opaque("a slice of several outputs")
+        if isinstance(value, Seq) and value.unsure:
+            return Opaque(f"an item of a list whose items are not known ({value.unsure})")
         if isinstance(value, Seq) and isinstance(key, slice):
             return Seq(value.items[key], value.kind)
         if isinstance(value, Seq) and isinstance(key, int):
@@ -1653,13 +1690,15 @@ class Interpreter:
     def iterate(self, value: Value) -> Optional[Iterator[Value]]:
         """A Python iterator over the items of ``value``, or ``None`` when they are unknown."""
         if isinstance(value, Seq):
-            return iter(list(value.items))
+            return None if value.unsure else iter(list(value.items))
         if isinstance(value, Dict):
             return iter([Known(k) for k in value.items if type(k) is not object])
         if isinstance(value, Lazy):
             return value.start()
         if isinstance(value, Instance) and value.items is not None:
             return iter(list(value.items.values()))
+        if isinstance(value, Instance):
+            return self.instance_items(value)
         if isinstance(value, TensorTuple) and value.count is not None:
             return iter(value.items(value.count))
         if isinstance(value, Tensor):
@@ -1675,6 +1714,22 @@ class Interpreter:
             except Exception:  # noqa: BLE001 - not sized or not iterable
                 return None
         return None
+
+    def instance_items(self, value: Instance) -> Optional[Iterator[Value]]:
+        """Items of an object the code built, through its class's Python ``__iter__``, or
+        ``__len__`` and ``__getitem__`` (the old sequence protocol, also what the ``Sequence``
+        mixin's ``__iter__`` does until ``IndexError``); ``None`` when unknown."""
+        method = class_attr(value.cls, "__iter__")
+        if isinstance(method, types.FunctionType) and method is not collections.abc.Sequence.__iter__:
+            result = self.call(self.wrap(method), [value], {})
+            return None if result is value else self.iterate(result)
+        length, getitem = class_attr(value.cls, "__len__"), class_attr(value.cls, "__getitem__")
+        if not (isinstance(length, types.FunctionType) and isinstance(getitem, types.FunctionType)):
+            return None
+        count = self.call(self.wrap(length), [value], {})
+        if not (isinstance(count, Known) and isinstance(count.obj, int) and count.obj <= MAX_UNROLL):
+            return None
+        return (self.call(self.wrap(getitem), [value, Known(k)], {}) for k in range(count.obj))
 
     def tensor_items(self, value: Tensor) -> Optional[Iterator[Value]]:
         """Iterating a tensor runs the tensor type's ``__iter__`` from the current place (torch:
@@ -1749,17 +1804,23 @@ class Interpreter:
                     "items": [Seq([Known(k), v]) for k, v in known.items()]}
                 return Seq(listed[name], list)
         if isinstance(receiver, Seq):
+            if name in ("append", "extend", "insert", "pop", "remove", "clear") and self.mult.exact != 1 \
+                    and not receiver.unsure:
+                receiver.unsure = f"{name} under {self.mult.note or 'a branch the prediction cannot decide'}" \
+                                  f"{self.where()}"
             if name == "append":
                 receiver.items.append(first)
                 return NONE
             if name == "extend":
                 more = self.unpack(first, None)
+                if more is None:
+                    receiver.unsure = receiver.unsure or f"extend by items it cannot list{self.where()}"
                 receiver.items.extend(more or [])
                 return NONE
             if name == "insert" and len(args) == 2 and isinstance(first, Known):
                 receiver.items.insert(first.obj, args[1])
                 return NONE
-            if name == "pop" and receiver.items:
+            if name == "pop" and receiver.items and not receiver.unsure:
                 return receiver.items.pop(key if isinstance(key, int) else -1)
             if name == "copy":
                 return Seq(list(receiver.items), receiver.kind)
@@ -1773,6 +1834,9 @@ class Interpreter:
     def b_len(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         if not args or isinstance(args[0], (Known, Lazy)):
             return None  # concrete: called for real
+        length = class_attr(args[0].cls, "__len__") if isinstance(args[0], Instance) else None
+        if isinstance(length, types.FunctionType):  # len() calls __len__, it iterates nothing
+            return self.call(self.wrap(length), [args[0]], {})
         if isinstance(args[0], Tensor):  # its first dimension: no op, nothing iterated
             try:
                 return Known(len(args[0].described)) if args[0].described is not None else None
@@ -2049,3 +2113,15 @@ def _always_raises(block: list[ast.stmt]) -> bool:
     """An arm that can only raise (argument checks): the prediction takes it as not run."""
     return bool(block) and isinstance(block[-1], ast.Raise) and not any(
         isinstance(n, (ast.Return, ast.Break, ast.Continue)) for stmt in block for n in ast.walk(stmt))
+
+
+class _Held:
+    """A placeholder for an abstract value inside an object built for real."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<held {type(self.value).__name__}>"

@@ -98,6 +98,9 @@ class Seq(Value):
     items: list[Value]
     #: ``tuple`` or ``list``.
     kind: type = tuple
+    #: Why its items are not known for sure (changed under a branch or loop the prediction
+    #: could not decide); empty when they are. Such a list is neither iterated nor measured.
+    unsure: str = ""
 
 
 @dataclass(eq=False, slots=True)
@@ -195,6 +198,8 @@ def truth(value: Value) -> Optional[bool]:
             return bool(value.obj)
         except Exception:  # noqa: BLE001
             return None
+    if isinstance(value, Seq) and value.unsure:
+        return True if value.items else None
     if isinstance(value, (Seq, Dict)):
         return bool(value.items)
     if isinstance(value, (Function, Bound, Instance, TensorTuple)):
@@ -274,7 +279,7 @@ def concrete(value: Value) -> tuple[bool, Any]:
     """The plain Python object a value stands for, when it is fully known."""
     if isinstance(value, Known):
         return True, value.obj
-    if isinstance(value, Seq):
+    if isinstance(value, Seq) and not value.unsure:
         items = [concrete(v) for v in value.items]
         if all(ok for ok, _ in items):
             return True, value.kind(obj for _, obj in items)

@@ -54,7 +54,8 @@ def test_exact_where_it_says_nothing():
     """The constructs the prediction now follows: generators (``yield from``, consumed by a loop,
     ``sum`` and ``list``), context managers left every way, match on constants, sorted items,
     __call__ overrides, custom autograd functions, a data-dependent while True."""
-    names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction", "WhileTrue"]
+    names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
+             "WhileTrue", "ModelOutputStyle", "SequenceInstance"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
     for name in names:
@@ -69,6 +70,13 @@ def test_while_true_with_a_data_dependent_break_predicts_n_passes():
     pred = tl.predict(model, *inputs)
     assert str(pred["mul_1"].count) == "N" and pred["mul_1"].num_passes is None
     assert "break the prediction cannot decide" in pred["mul_1"].passes_note
+
+
+def test_a_list_changed_under_an_undecided_branch_is_not_unrolled():
+    model, inputs = MODELS["ListUnderBranch"]
+    pred = tl.predict(model, *inputs)
+    assert pred["add_1"].num_passes is None  # once, or twice had the branch run
+    assert tl.trace(model, *inputs).check_prediction(pred).ok
 
 
 def test_recursion_cut_off_is_a_lower_bound_not_an_exact_count():

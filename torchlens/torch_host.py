@@ -170,6 +170,10 @@ class TorchHost(Host):
             return make_tuple(_split_count(name, args), None)
         return make_tensor(None)
 
+    def call_for_real(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        with _NoTorch():
+            return fn(*args, **kwargs)
+
     def stand_in(self, tensor: Any) -> Any:
         return self._shapes.fake(tensor)
 
@@ -413,3 +417,10 @@ def _holds_tensor(obj: Any) -> bool:
     if isinstance(obj, torch.Tensor):
         return True
     return isinstance(obj, (tuple, list)) and any(_holds_tensor(o) for o in obj)
+
+
+class _NoTorch(torch.overrides.TorchFunctionMode):
+    """Refuses every torch call: code run for real on stand-ins must not run (unrecorded) ops."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise RuntimeError(f"{getattr(func, '__name__', func)} called while building an object for real")

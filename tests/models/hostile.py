@@ -5,6 +5,11 @@ prediction cannot follow exactly, or could once get silently wrong. The test ove
 
 from __future__ import annotations
 
+import collections
+import collections.abc
+import dataclasses
+from typing import Any
+
 import torch
 import torch.utils.checkpoint
 from torch import nn
@@ -226,11 +231,70 @@ class RaisesWithoutInputs(nn.Module):
 
 
 #: Every hostile model with the example inputs it runs on.
+@dataclasses.dataclass
+class Output(collections.OrderedDict):
+    """Like Hugging Face's ``ModelOutput``: a dataclass that is a dict (custom ``__new__``),
+    filled by ``__post_init__``, read by attribute, key or index."""
+
+    hidden: Any = None
+    extra: Any = None
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if getattr(self, f.name) is not None:
+                self[f.name] = getattr(self, f.name)
+
+    def to_tuple(self) -> tuple:
+        return tuple(self[k] for k in self.keys())
+
+
+class ModelOutputStyle(nn.Module):
+    def forward(self, x):
+        out = Output(hidden=x.tanh())
+        return out.hidden + 1, out.to_tuple()[0] * 2, out["hidden"].relu()
+
+
+class Layers(collections.abc.Sequence):
+    """A sequence class the code builds: iterated through ``__len__`` and ``__getitem__``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> int:
+        if k >= self.n:
+            raise IndexError(k)
+        return k + 1
+
+
+class SequenceInstance(nn.Module):
+    def forward(self, x):
+        for k in Layers(3):
+            x = x * k
+        return x, len(Layers(2))
+
+
+class ListUnderBranch(nn.Module):
+    """A list appended to under a branch on data: its length is unknown, so is the loop's."""
+
+    def forward(self, x):
+        parts = []
+        if x.sum() > 100:
+            parts.append(x)
+        parts.append(x * 2)
+        for p in parts:
+            x = x + p
+        return x
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
-             Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost]
+             Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
+             SequenceInstance, ListUnderBranch]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     return out
