@@ -2,13 +2,17 @@
 
     python benchmarks/lint_speed.py                 # against the linter of git revision 704df2f
     python benchmarks/lint_speed.py --against REV   # any revision of this repository
+    python benchmarks/lint_speed.py --libcst        # what LibCST metadata would cost on top
 
 Part 1 lints three 50,000-line files with this linter and with the one from REV (extracted from
 git into a temporary folder), alternating, 3 rounds, and prints each one's best CPU seconds and
 their ratio; also the time of ``ast.parse`` alone (the floor both pay), with the garbage
 collector on (as the old linter parses) and paused (as this one does), and 25,000 against
 50,000 lines (linear: the ratio is about 2). Part 2 prints, per model folder: files, seconds,
-findings per rule (default rules, then every rule).
+findings per rule (default rules, then every rule). ``--libcst`` prints instead what a hybrid
+would cost: LibCST parse plus scope, qualified-name and position metadata, over only the files
+the linter has (default) findings in (the hybrid's second pass), and over the 50,000-line
+transformers file.
 """
 
 from __future__ import annotations
@@ -167,11 +171,43 @@ def real_code() -> None:
     print(format_table(["tree", "rules", "files", "seconds", "findings", "per rule"], rows))
 
 
+def libcst_cost() -> None:
+    """LibCST parse + ScopeProvider + QualifiedNameProvider + PositionProvider against the linter
+    (default rules), over the files with findings and over the 50,000-line transformers file."""
+    import libcst
+    from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
+
+    def metadata(text: str) -> None:
+        MetadataWrapper(libcst.parse_module(text)).resolve_many([ScopeProvider, QualifiedNameProvider, PositionProvider])
+
+    rows = []
+    for label, folder in trees():
+        start = time.process_time()
+        findings = lint_paths([str(folder)]).findings
+        lint = time.process_time() - start
+        files = sorted({f.path for f in findings})
+        start = time.process_time()
+        for file in files:
+            metadata(Path(file).read_text(encoding="utf-8"))
+        extra = time.process_time() - start
+        rows.append([label, f"{len(files)} files", f"{lint:.2f}", f"{extra:.2f}", f"{extra / lint:.1f}x"])
+    text = transformers_file(LINES)
+    if text:  # the 50,000-line file: every part of it has candidates
+        lint = best_seconds(lambda: lint_source(text, "big.py"), 1)
+        extra = best_seconds(lambda: metadata(text), 1)
+        rows.append(["transformers modeling 50k", "1 file", f"{lint:.2f}", f"{extra:.2f}", f"{extra / lint:.1f}x"])
+    print(format_table(["linted", "with findings", "linter s", "LibCST metadata s", "extra"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", default="704df2f", help="git revision whose linter to compare with")
     parser.add_argument("--no-trees", action="store_true", help="only the 50,000-line files")
+    parser.add_argument("--libcst", action="store_true", help="what LibCST metadata would cost on top")
     args = parser.parse_args()
+    if args.libcst:
+        libcst_cost()
+        return
     speed(args.against)
     if not args.no_trees:
         print()

@@ -324,3 +324,14 @@ def test_what_a_later_pass_feeds_is_kept_below_what_fed_that_pass():
     assert '"relu_1" -> "linear_2" [label="2"]' in source
     assert '"add_1" -> "linear_2" [style="invis"]' in source  # so linear_2 is laid out below add_1
     render_svg(source)
+
+
+def test_the_title_says_what_the_marks_it_uses_mean():
+    looped = tl.trace(C.Looped(), torch.ones(2, 4)).draw().source
+    assert ("Looped (rolled): 4 layers, 6 ops\\nedge label: the passes it carries (1-2) or feeds (to 1)"
+            "\\nblue edge: back, round a loop" in looped)
+    assert "3D box" not in looped and "grey edge" not in looped
+    folded = tl.trace(C.ResidualBlockList(), torch.randn(2, 4)).draw(depth=0).source
+    assert "\\n3D box: a module drawn as one node\\ndouble border: identical ones in a row, drawn once" in folded
+    plain = tl.trace(BatchNormNet(), torch.randn(4, 3)).draw().source
+    assert 'label="BatchNormNet (rolled): 12 layers, 12 ops" labelloc' in plain  # nothing to explain

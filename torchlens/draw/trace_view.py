@@ -302,6 +302,24 @@ class TraceDrawing:
             self.scene.edge(tail, head, **attrs)
         for tail, head in self.layout_ties(edges):
             self.scene.edge(tail, head, style="invis")
+        key = self.key()
+        if key:
+            self.scene.title += "\\n" + "\\n".join(key)
+
+    def key(self) -> list[str]:
+        """What the marks of this picture mean, for the marks it has (lines under the title)."""
+        labels = [attrs["label"] for _, _, attrs in self.scene.edges if "label" in attrs]
+        colors = {attrs.get("color") for _, _, attrs in self.scene.edges}
+        carries = any(not label.startswith("to ") for label in labels)
+        feeds = any(label.startswith("to ") for label in labels)
+        said = " or ".join((["carries (1-2)"] if carries else []) + (["feeds (to 1)"] if feeds else []))
+        marks = [(bool(said), f"edge label: the passes it {said}"),
+                 (BACK_EDGE_COLOR in colors, "blue edge: back, round a loop"),
+                 (SKIP_EDGE["color"] in colors, "grey edge: skips ahead (a residual)"),
+                 (bool(self.module_nodes), "3D box: a module drawn as one node"),
+                 (any("peripheries" in node.attrs for node in self.scene.nodes.values()),
+                  "double border: identical ones in a row, drawn once")]
+        return [text for shown, text in marks if shown]
 
     def layout_ties(self, edges: _Edges) -> list[tuple[str, str]]:
         """Invisible edges that keep what a later pass feeds below what fed that pass.
