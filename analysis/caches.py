@@ -38,7 +38,11 @@ class PerCode(Generic[T]):
         entry = self._entries.get(id(code))
         if entry is None:
             key, entries = id(code), self._entries
-            entry = entries[key] = (weakref.ref(code, lambda _, key=key: entries.pop(key, None)), self._build(code))
+
+            def forget(_: object) -> None:
+                entries.pop(key, None)
+
+            entry = entries[key] = (weakref.ref(code, forget), self._build(code))
         return entry[1]
 
     def __len__(self) -> int:

@@ -131,11 +131,11 @@ def dot_required() -> Iterator[None]:
 class Drawing(graphviz.Digraph):
     """A torchlens drawing: a ``graphviz.Digraph`` whose renders say how to install ``dot``."""
 
-    def pipe(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def pipe(self, *args: Any, **kwargs: Any) -> Any:
         with dot_required():
             return super().pipe(*args, **kwargs)
 
-    def render(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def render(self, *args: Any, **kwargs: Any) -> Any:
         with dot_required():
             return super().render(*args, **kwargs)
 

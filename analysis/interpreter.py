@@ -1953,7 +1953,7 @@ class Interpreter:
             iters = [self.iterate(s) for s in sources]
             if any(it is None for it in iters):
                 return
-            for items in zip(*iters):  # type: ignore[arg-type]
+            for items in zip(*iters):
                 yield self.call(fn, list(items), {})
 
         return Lazy(start, "map")
@@ -1964,7 +1964,7 @@ class Interpreter:
             iters = [self.iterate(a) for a in args]
             if any(it is None for it in iters):
                 return
-            for items in zip(*iters):  # type: ignore[arg-type]
+            for items in zip(*iters):
                 yield Seq(list(items))
 
         return Lazy(start, "zip")
@@ -2088,13 +2088,20 @@ def _raised(exc: ast.expr) -> str:
 
 def _delegation_place(code: CodeType, node: ast.YieldFrom) -> Optional[Place]:
     """The instruction a ``yield from`` suspends at (``SEND`` on 3.11+, ``YIELD_FROM`` on 3.10):
-    no syntax node owns it, so it is found by the expression's position."""
+    no syntax node owns it, so it is found by the expression's position (its line on 3.10,
+    whose instructions carry no columns)."""
+    line = None
     for instr in dis.get_instructions(code):
+        if sys.version_info < (3, 11) and instr.starts_line is not None:
+            line = instr.starts_line
         if instr.opname not in ("SEND", "YIELD_FROM"):
             continue
-        pos = instr.positions
-        if pos is not None and pos.lineno == node.lineno and (
-                pos.col_offset is None or pos.col_offset == node.col_offset):
+        if sys.version_info >= (3, 11):
+            pos = instr.positions
+            if pos is not None and pos.lineno == node.lineno and (
+                    pos.col_offset is None or pos.col_offset == node.col_offset):
+                return instruction_place(code, instr.offset)
+        elif line == node.lineno:
             return instruction_place(code, instr.offset)
     return None
 

@@ -81,7 +81,7 @@ def written_at(layer: "PredictedLayer", torch_frames: bool = False) -> str:
     """The innermost predicted place in the user's code (``file:line:col``), as the trace table shows."""
     places = [p for p in layer.call_site or () if hasattr(p, "code")]
     if not torch_frames:
-        user = [p for p in places if not library_file(p.code.filename)]  # type: ignore[union-attr]
+        user = [p for p in places if not library_file(p.code.filename)]
         if not user and places:
             return "(in torch)"
         places = user

@@ -113,7 +113,9 @@ class _CodeTable:
 
     def __init__(self, code: CodeType) -> None:
         self.ident = code_id(code)
-        self.positions = tuple(code.co_positions()) if PY311 else None
+        self.positions: Optional[tuple[tuple[Optional[int], ...], ...]] = None
+        if sys.version_info >= (3, 11):
+            self.positions = tuple(code.co_positions())
         self.owner = _instruction_owners(code)
         self.lines = {o: ln for start, end, ln in code.co_lines() for o in range(start, end, 2)}
         self.fold: Optional[dict[int, int]] = None

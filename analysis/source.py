@@ -71,7 +71,10 @@ class SourceFile:
         for owner in (node, getattr(node, "func", None)):
             # A method call's CALL carries its attribute's line (3.11+: the compiler moves a
             # method call's start to the attribute name), so look there second.
-            code, found = self.instrs.get(id(owner), (None, ()))
+            entry = self.instrs.get(id(owner))
+            if entry is None:
+                continue
+            code, found = entry
             for offset, opname in found:
                 if opname in opnames:
                     return instruction_place(code, offset)

@@ -153,7 +153,12 @@ def freeze(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 def tensor_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     """The tensor arguments of a call, in :func:`substitute` order."""
     found: list[torch.Tensor] = []
-    substitute(args, kwargs, lambda k, tensor: found.append(tensor) or tensor)
+
+    def collect(_: int, tensor: torch.Tensor) -> torch.Tensor:
+        found.append(tensor)
+        return tensor
+
+    substitute(args, kwargs, collect)
     return found
 
 

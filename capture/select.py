@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Collection, Optional, Union
 
 from torchlens.analysis.keys import Grouper, LabelAllocator
 
@@ -43,7 +43,8 @@ class OpInfo:
 
 
 Predicate = Callable[[OpInfo], bool]
-Save = Union[str, frozenset, Predicate]
+#: What a capture keeps: "all", "none", names (a collection of str) or a predicate.
+Save = Union[str, Collection[str], Predicate]
 
 
 def matcher(save: Save) -> Optional[Predicate]:

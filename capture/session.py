@@ -22,7 +22,8 @@ import threading
 import weakref
 from itertools import chain, compress, tee
 from operator import gt, is_, sub
-from typing import Any, Callable, Iterable, Iterator, Optional
+from types import FrameType
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, cast
 
 import torch
 from torch import nn
@@ -153,7 +154,8 @@ class Capture(LeavesStack, TorchFunctionMode):
     def done(self) -> bool:  # noqa: D102 (LeavesStack: a copy of the mode left after the capture)
         return self.stage is not Stage.INSTALLED
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
+                           kwargs: Optional[dict] = None) -> Any:
         if kwargs is None:
             kwargs = {}
         if self.stage is not Stage.INSTALLED:
@@ -207,7 +209,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         Patched lazily, per torch module met, for this capture only.
         """
         for namespace in (getattr(func, "__globals__", None), vars(sys.modules.get(func.__module__, torch))):
-            module_name = namespace.get("__name__", "") if namespace else ""
+            if not namespace:
+                continue
+            module_name = namespace.get("__name__", "")
             if module_name in self.bypassed or module_name not in sys.modules:
                 continue
             self.bypassed.add(module_name)
@@ -228,7 +232,8 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     # -- recording -------------------------------------------------------------------------
 
-    def _record(self, func: Callable, name: str, args: tuple, kwargs: dict, out: Any, frame) -> None:
+    def _record(self, func: Callable, name: str, args: tuple, kwargs: dict, out: Any, frame: Optional[FrameType]) -> None:
+        leaves: Sequence[tuple[int, torch.Tensor]]
         if type(out) is _Tensor or isinstance(out, _Tensor):
             leaves = ((0, out),)
         elif isinstance(out, (tuple, list)):
@@ -269,7 +274,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             # selected at its end (:meth:`drop_unselected_buffers`).
             if op.buffer is None:
                 info = None if labels is None else self._info(op, *labels)
-                if info is None or not self.select(info):
+                if info is None or self.select is None or not self.select(info):
                     drop(op)
                     return index
                 self.raw.selected.append((index, info))
@@ -381,7 +386,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                 op.out = snapshot(op.out)
             self.ownership.before_write(self.raw, target, key, inplace)
 
-    def _site(self, frame) -> tuple[int, int, Optional[tuple[int, ...]]]:
+    def _site(self, frame: Optional[FrameType]) -> tuple[int, int, Optional[tuple[int, ...]]]:
         """Scope, module call and call-site chain of an op called from ``frame``."""
         frames, stop = read_stack(frame, self.roles)
         level = len(self.stack) - 1
@@ -392,13 +397,14 @@ class Capture(LeavesStack, TorchFunctionMode):
         while stop is not None and self._is_hook_call(stop) and level >= 0:
             hooked = self.raw.calls[self.stack[level]][0]
             level -= 1
-            frames, stop = read_stack(stop.f_back.f_back, self.roles)
+            runner = stop.f_back  # the hook runner's frame; the frame that called the module is next
+            frames, stop = read_stack(runner and runner.f_back, self.roles)
             segments[:0] = [self.interner.intern(frames), ~hooked] if frames else [~hooked]
         call = self.stack[level] if level >= 0 else -1
         scope = self.raw.calls[call][0] if call >= 0 else 0
         return scope, call, tuple(segments) if segments else None
 
-    def _is_hook_call(self, frame) -> bool:
+    def _is_hook_call(self, frame: FrameType) -> bool:
         """Whether a module-boundary frame is calling a hook rather than ``forward``."""
         if frame.f_code is not _CALL_IMPL_INNER:
             return False
@@ -432,7 +438,7 @@ class Capture(LeavesStack, TorchFunctionMode):
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
         """Run one module call as a numbered call of that module, in its own scope."""
         if self.compiled is not None and type(module) is self.compiled:  # torch.compile(m): run m
-            return self.call_module(module._orig_mod, args, kwargs)
+            return self.call_module(_compiled_target(module), args, kwargs)
         if threading.get_ident() != self.thread:
             if id(module) not in self.module_index:
                 return _CALL_IMPL_FUNC(module, *args, **kwargs)  # not the traced model's: untouched
@@ -469,7 +475,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             record_module_call(self, call, args, kwargs, out)
         return out
 
-    def run_transform(self, name: str, impl: Callable, args: tuple, kwargs: dict, frame,
+    def run_transform(self, name: str, impl: Callable, args: tuple, kwargs: dict, frame: Optional[FrameType],
                       off_stack: bool = False) -> Any:
         """Run a ``torch.func`` transform or a higher-order op as one boundary op; nothing inside
         is recorded. ``off_stack`` runs it with the capture's mode off the mode stack (Dynamo,
@@ -500,7 +506,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             "which is recorded as one op)"
         )
 
-    def reassign_buffer(self, module: nn.Module, name: str, value: Any, frame) -> None:
+    def reassign_buffer(self, module: nn.Module, name: str, value: Any, frame: Optional[FrameType]) -> None:
         """Journal ``module.name = value`` for a registered buffer, keyed by where it was written."""
         if not self.suspended:
             scope, _, site = self._site(frame)
@@ -515,7 +521,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.add_op(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
                           [source] if source >= 0 else [], tuple(params)))
 
-    def _annotate(self, error: BaseException, op: Optional[str], frame) -> None:
+    def _annotate(self, error: BaseException, op: Optional[str], frame: Optional[FrameType]) -> None:
         """Note where ``error`` happened: in op ``op`` (``None``: in the module's own Python),
         in the innermost module call running, at the innermost place in the model's code."""
         if getattr(error, "_torchlens_noted", False) or not hasattr(error, "add_note"):
@@ -543,7 +549,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         """
         capture = self
 
-        def _call_impl(module, *args, **kwargs):
+        def _call_impl(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
             return capture.call_module(module, args, kwargs)
 
         self.patches.plan(nn.Module, "_call_impl", _call_impl)
@@ -558,7 +564,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                     self.patches.plan(module, attr, self._transform(name, getattr(module, attr), off_stack))
         run_backward = torch.autograd._engine_run_backward
 
-        def _engine_run_backward(*args, **kwargs):
+        def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
             return capture.refuse_backward(run_backward, args, kwargs)
 
         self.patches.plan(torch.autograd, "_engine_run_backward", _engine_run_backward)
@@ -614,7 +620,7 @@ class Capture(LeavesStack, TorchFunctionMode):
     def _reflected(self, method: Callable, name: str) -> Callable:
         capture = self
 
-        def reflected(tensor, other):
+        def reflected(tensor: torch.Tensor, other: Any) -> Any:
             if threading.get_ident() != capture.thread:
                 return method(tensor, other)
             capture.pending_name = name
@@ -628,7 +634,7 @@ class Capture(LeavesStack, TorchFunctionMode):
     def _transform(self, name: str, impl: Callable, off_stack: bool) -> Callable:
         capture = self
 
-        def transform(*args, **kwargs):
+        def transform(*args: Any, **kwargs: Any) -> Any:
             if threading.get_ident() != capture.thread:
                 return impl(*args, **kwargs)
             return capture.run_transform(name, impl, args, kwargs, sys._getframe(1), off_stack)
@@ -698,8 +704,14 @@ def uncompiled(model: nn.Module) -> nn.Module:
     its Python is what a capture records."""
     compiled = _compiled_module_type()
     while compiled is not None and type(model) is compiled:
-        model = model._orig_mod
+        model = _compiled_target(model)
     return model
+
+
+def _compiled_target(compiled: nn.Module) -> nn.Module:
+    """The module a ``torch.compile`` wrapper (``OptimizedModule``) runs: its ``_orig_mod``
+    submodule (``nn.Module.__getattr__`` types a submodule as tensor or module)."""
+    return cast(nn.Module, compiled._orig_mod)
 
 
 def _pop_own_mode(mode: Capture, bound: int = 8) -> Iterator[Step]:
@@ -735,7 +747,7 @@ def _args_text(args: tuple, kwargs: dict) -> str:
     return repr((plain, {k: v for k, v in kwargs.items() if not isinstance(v, _Tensor)}))
 
 
-def _innermost_place(frame, error: BaseException, roles: dict[int, int]) -> str:
+def _innermost_place(frame: Optional[FrameType], error: BaseException, roles: dict[int, int]) -> str:
     if frame is not None:
         frames, _ = read_stack(frame, roles)
         if frames:

@@ -187,7 +187,8 @@ class _RefuseTorch(LeavesStack, TorchFunctionMode):
     def done(self) -> bool:  # noqa: D102
         return not self.guard.active
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: D105
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
+                           kwargs: Optional[dict] = None) -> Any:
         if self.guard.active:
             if self.guard.concerns(args, kwargs):
                 raise self.guard.refuse(CaptureThreadError(

@@ -17,7 +17,7 @@ from .containers import ContainerRecords
 from .errors import CaptureThreadError
 from .grouping import GROUPING_POLICIES, group
 from .options import CaptureOptions, TraceOptions
-from .records import Param
+from .records import Ops, Param
 from .trace import Trace
 
 
@@ -68,7 +68,7 @@ def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: M
     if params is None:
         params = {name: (tuple(p.shape), p.dtype) for name, p in named_tensors(model, "_parameters")}
     return Trace(
-        tuple(layers), tuple(ops), modules,
+        tuple(layers), Ops(ops), modules,
         {name: Param(name, shape, dtype, name.rpartition(".")[0] or "self") for name, (shape, dtype) in params.items()},
         tuple(layer.layer_label for layer in layers if layer.is_input),
         tuple(layer.layer_label for layer in layers if layer.is_output),

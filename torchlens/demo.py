@@ -15,7 +15,7 @@ class Block(nn.Module):
         super().__init__()
         self.lin = nn.Linear(width, width)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + torch.relu(self.lin(x))
 
 
@@ -24,7 +24,7 @@ class Net(nn.Module):
         super().__init__()
         self.block = Block(width)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         for _ in range(3):
             x = torch.tanh(x) * 0.5
             x = self.block(x)
@@ -37,7 +37,7 @@ def main() -> None:
     trace = tl.trace(model, x)                      # runs forward once, records every op
     for layer in trace.layers:                      # in order of first execution
         print(layer.layer_label, layer.func_name, layer.num_passes)
-    print(trace["tanh_1:2"].out)                    # the second pass's output tensor
+    print(trace.ops["tanh_1:2"].out)                # the second pass's output tensor
     print(trace.modules["block"].num_calls, [str(call) for call in trace.modules["block"].calls])
     print(trace)                                    # layers, passes, shapes, modules
 

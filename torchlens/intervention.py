@@ -32,7 +32,7 @@ from torchlens.capture.snapshots import snapshot
 from .buffers import Buffer
 from .containers import ContainerRecords
 from .errors import BufferThreadGapError, BufferThreadGapWarning, InterventionError
-from .records import Layer, Op
+from .records import Layer, Op, Ops
 from .replay import Reexecution
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def _derived(trace: "Trace", values: list[Any]) -> "Trace":
                 root.values = tuple(old if i < 0 else values[i] for old, i in zip(root.values, root.leaves))
         records = ContainerRecords(tuple(roots[id(r)] for r in containers.roots), containers.model,
                                    containers.forward_kwargs)
-    return type(trace)(layers, tuple(ops), trace.modules, trace.params, trace.input_layers, trace.output_layers,
+    return type(trace)(layers, Ops(ops), trace.modules, trace.params, trace.input_layers, trace.output_layers,
                  trace.options, buffers=buffers, _state=trace._state, containers=records)
 
 

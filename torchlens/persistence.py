@@ -45,7 +45,7 @@ from .buffers import Buffer
 from .containers import ContainerRecords
 from .errors import TorchLensError, TorchLensValueError, TraceFileError
 from .options import CaptureOptions, TraceOptions
-from .records import BufferVersion, CallSite, Layer, Module, ModuleCall, Op, OpGraph, Param
+from .records import BufferVersion, CallSite, Layer, Module, ModuleCall, Op, OpGraph, Ops, Param
 from .trace import Trace
 
 #: What the file says it is, and the newest format version this torchlens reads and writes.
@@ -510,7 +510,7 @@ class _Reader:
         }
         containers = ContainerRecords.bind(roots, ops, None, {}) if roots else None
         return Trace(
-            layers, tuple(ops), modules, params, tuple(records["input_layers"]), tuple(records["output_layers"]),
+            layers, Ops(ops), modules, params, tuple(records["input_layers"]), tuple(records["output_layers"]),
             self.options(records["options"]), buffers=buffers, _state=self.state(records["state"]),
             containers=containers,
         )

@@ -177,12 +177,11 @@ def _where(layer: Layer) -> str:
 
 def _reason(pred: Prediction, layer: Layer) -> str:
     """Why the prediction has no site for a runtime layer: the gap whose chain it extends."""
-    key = runtime_key(layer)
     best: Optional[tuple[int, str]] = None
     for gap in pred.gaps:
         if gap.chain is None or gap.scope != layer.module and not _inside(layer.module, gap.scope):
             continue
-        depth = _common_prefix(gap.chain, key[1]) if gap.scope == layer.module else 0
+        depth = _common_prefix(gap.chain, layer.call_site.frames) if gap.scope == layer.module else 0
         if best is None or depth > best[0]:
             best = (depth, gap.why)
     if best is not None:

@@ -9,7 +9,7 @@ what it is.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from torchlens.capture.containers import (
     ARGS, CONST, CUSTOM, DATACLASS, DICT, LEAF, LIST, MODEL_OUTPUT, NAMEDTUPLE, OPAQUE, TUPLE, Node, Unsaved,
@@ -85,10 +85,14 @@ class _Rebuilder:
 
 
 def _construct(node: Node, items: list) -> Any:
-    tp, kind = resolve_type(node.type), node.kind
+    kind = node.kind
     if kind == ARGS:
         positional = [v for k, v in zip(node.keys, items) if isinstance(k, int)]
         return tuple(positional), {k: v for k, v in zip(node.keys, items) if isinstance(k, str)}
+    tp: Optional[type[Any]] = resolve_type(node.type)
+    custom = registered(tp) if tp is not None and kind == CUSTOM else None
+    if tp is None or (kind == CUSTOM and custom is None):  # _preflight found them all first
+        raise TraceInvariantError(f"recorded container class {node.type} vanished while rebuilding")
     if kind == NAMEDTUPLE:
         return tp._make(items)
     if kind in (TUPLE, LIST):
@@ -99,6 +103,6 @@ def _construct(node: Node, items: list) -> Any:
         return tp(zip(node.keys, items))
     if kind in (DATACLASS, MODEL_OUTPUT):
         return tp(**dict(zip(node.keys, items)))
-    if kind == CUSTOM:
-        return registered(tp)[1](node.data, items)
+    if custom is not None:
+        return custom[1](node.data, items)
     raise TraceInvariantError(f"recorded container kind {kind!r} has no rebuild rule")

@@ -1,5 +1,5 @@
 """The records users read: :class:`Layer`, :class:`Op`, :class:`Module`, :class:`ModuleCall`,
-:class:`Param`.
+:class:`Param`, and :class:`Ops` (a trace's ops, indexable by label).
 
 Frozen, slotted dataclasses with few fields; derived views are properties. A :class:`Layer`
 holds its passes (``ops``); an :class:`Op` knows its layer through the trace's index.
@@ -16,6 +16,7 @@ from torchlens.capture.containers import ContainerSpec
 from torchlens.capture.record import meta_of
 
 from .containers import Container, container_of
+from .errors import TorchLensValueError
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +177,6 @@ class Layer:
     def out(self) -> Any:
         """The output of a single-pass layer; for several passes use ``ops[k].out``."""
         if len(self.ops) != 1:
-            from .errors import TorchLensValueError
-
             raise TorchLensValueError(
                 f"{self.layer_label} has {len(self.ops)} passes, so it has no single output; "
                 f"read one pass: trace['{self.layer_label}:2'].out or layer.ops[1].out"
@@ -247,3 +246,26 @@ class Param:
     dtype: Any
     #: Address of the module that owns it.
     module: str
+
+
+class Ops(tuple):
+    """Every op in capture order; also indexable by label.
+
+    ``trace.ops[3]`` is the fourth op; ``trace.ops["linear_1:2"]`` the op with that label, and
+    ``trace.ops["output_1"]`` the only pass of a single-pass layer.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: Any) -> Any:
+        if not isinstance(key, str):
+            return tuple.__getitem__(self, key)
+        layers = self[0]._layers if self else {}
+        name, _, number = key.rpartition(":")
+        layer = layers.get(name) if number.isdigit() else layers.get(key)
+        k = int(number) if number.isdigit() else 1
+        if layer is not None and (number.isdigit() or layer.num_passes == 1) and 1 <= k <= layer.num_passes:
+            return layer.ops[k - 1]
+        raise TorchLensValueError(
+            f"{key!r} is not an op label (linear_1:2) or a single-pass layer label of this trace"
+        )

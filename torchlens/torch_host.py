@@ -69,7 +69,8 @@ def _dunder_names() -> dict[str, str]:
     seen: list[Any] = []
 
     class Probe(torch.overrides.TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
+        def __torch_function__(self, func: Callable, types: Any, args: tuple = (),
+                               kwargs: Optional[dict] = None) -> Any:
             seen.append(func)
             return func(*args, **(kwargs or {}))
 

@@ -15,33 +15,10 @@ from .errors import TorchLensValueError, TraceInvariantError
 from .intervention import intervene
 from .memory import nbytes
 from .options import TraceOptions
-from .records import Layer, Module, ModuleCall, Op, Param
+from .records import Layer, Module, ModuleCall, Op, Ops, Param
 from .rerun import run_again
 from .table import render_trace
 from .validation import ValidationReport, validate_forward_pass
-
-
-class Ops(tuple):
-    """Every op in capture order; also indexable by label.
-
-    ``trace.ops[3]`` is the fourth op; ``trace.ops["linear_1:2"]`` the op with that label, and
-    ``trace.ops["output_1"]`` the only pass of a single-pass layer.
-    """
-
-    __slots__ = ()
-
-    def __getitem__(self, key):  # type: ignore[override]
-        if not isinstance(key, str):
-            return tuple.__getitem__(self, key)
-        layers = self[0]._layers if self else {}
-        name, _, number = key.rpartition(":")
-        layer = layers.get(name) if number.isdigit() else layers.get(key)
-        k = int(number) if number.isdigit() else 1
-        if layer is not None and (number.isdigit() or layer.num_passes == 1) and 1 <= k <= layer.num_passes:
-            return layer.ops[k - 1]
-        raise TorchLensValueError(
-            f"{key!r} is not an op label (linear_1:2) or a single-pass layer label of this trace"
-        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -79,7 +56,6 @@ class Trace:
     _index: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ops", Ops(self.ops))
         for name in ("modules", "params", "buffers"):  # read-only views: a trace never changes
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         index = self._index
@@ -89,7 +65,8 @@ class Trace:
             index.setdefault(module.address, module)
             index.update((call.label, call) for call in module.calls)
         for buffer in self.buffers.values():
-            index.update((f"{buffer.address}:{op.buffer.version}", op) for op in buffer.versions)
+            index.update((f"{buffer.address}:{version.version}", op) for op in buffer.versions
+                         if (version := op.buffer) is not None)
 
     def __getitem__(self, key: str) -> Union[Layer, Op, Module, ModuleCall]:
         try:

@@ -23,7 +23,7 @@ from .errors import TorchLensValueError, ValidationError
 from .replay import Reexecution
 
 if TYPE_CHECKING:
-    from .records import Op
+    from .records import BufferVersion, Op
     from .trace import Trace
 
 
@@ -86,11 +86,10 @@ class _Replay:
         if op.layer.is_output:
             return self._compare(op, self.values[parent])
         if op.buffer is not None:
-            return self._buffer_version(i, op, parent)
+            return self._buffer_version(i, op, op.buffer, parent)
         return self._compare(op, self.engine.call(op))
 
-    def _buffer_version(self, i: int, op: "Op", writer: int) -> Any:
-        version = op.buffer
+    def _buffer_version(self, i: int, op: "Op", version: "BufferVersion", writer: int) -> Any:
         previous = self.latest.get(version.address, -1)
         self.latest[version.address] = i
         if version.write_kind is None or writer < 0:

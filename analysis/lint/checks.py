@@ -519,7 +519,7 @@ def _tensor_kind(model: SourceModel, value: ast.AST) -> Optional[str]:
     tuple or dict of them, else ``None`` (a number, a string, anything not known to be a tensor)."""
     container = _CONTAINERS.get(type(value))
     if container is not None:
-        elements = (value.elts if isinstance(value, (ast.List, ast.Tuple)) else value.values  # type: ignore[attr-defined]
+        elements = (value.elts if isinstance(value, (ast.List, ast.Tuple)) else value.values
                     if isinstance(value, ast.Dict) else [getattr(value, "elt", None) or value.value])  # type: ignore[attr-defined]
         return container if any(e is not None and _is_tensor(model, e) for e in elements) else None
     return "tensor" if _is_tensor(model, value) else None

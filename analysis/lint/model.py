@@ -148,7 +148,7 @@ class SourceModel:
     @cached_property
     def all_calls(self) -> list[ast.Call]:
         """Every call of the file, nested ones and module-level ones too (a walk of its own)."""
-        return [node for node in walk(self.tree, nested=True) if type(node) is ast.Call]  # type: ignore[misc]
+        return [node for node in walk(self.tree, nested=True) if type(node) is ast.Call]
 
     # -- names and ops -----------------------------------------------------------------------
 

@@ -328,6 +328,20 @@ def map_lambda(o, xs):
     return list(map(lambda t: o.op(t), xs))
 
 
+def _inner_steps(o, x):
+    yield o.op(x)
+    yield o.op(x)
+
+
+def _outer_steps(o, x):
+    yield from _inner_steps(o, x)
+    yield o.op(x)
+
+
+def yield_from(o, x):
+    return list(_outer_steps(o, x))
+
+
 def sum_of_values(o, v):
     return sum([v, v, v])
 

@@ -76,6 +76,7 @@ CASES = {
     "generator expression": (m.genexpr_sum, ([1, 2, 3],), {}),
     "map of an op": (m.map_op, ([1, 2, 3],), {}),
     "map of a lambda": (m.map_lambda, ([1, 2, 3],), {}),
+    "yield from a generator": (m.yield_from, (0,), {}),
     "sum of values": (m.sum_of_values, (), {"value": True}),
     "value operators": (m.value_operators, (), {"value": True}),
 }

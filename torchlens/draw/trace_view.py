@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
-from torchlens.analysis.dot import Cluster, Scene
+from torchlens.analysis.dot import Cluster, Node, Scene
 from torchlens.analysis.explain import explain_layer
 
 from ..records import Layer, Op
@@ -510,7 +510,7 @@ def _module_of(call: str) -> str:
     return call.rpartition(":")[0]
 
 
-def _same_block(a, b) -> bool:
+def _same_block(a: Node, b: Node) -> bool:
     return (a.cluster == b.cluster and a.label.split("\n")[1:] == b.label.split("\n")[1:])
 
 
