@@ -25,11 +25,9 @@ from torch import nn
 
 from torchlens.analysis.errors import BufferWriteError
 
-from .record import RawCapture, RawOp
+from .record import BUFFER, RawCapture, RawOp
 from .walk import named_tensors
 
-#: ``RawOp.kind`` of a buffer version.
-BUFFER = "buffer"
 #: Write kinds, as ``Op.buffer_write_kind`` reports them.
 REASSIGN, INPLACE, FUSED = "reassign", "inplace", "fused"
 #: Ops whose kernels update running statistics in place -> index of their training flag.
@@ -174,7 +172,7 @@ class BufferJournal:
     def _add(self, address: str, info: BufferVersion, value: torch.Tensor, parents: list[int]) -> int:
         capture = self.capture
         scope = capture.module_index[id(self.owner[address][0])]
-        index = capture.add_op(RawOp(BUFFER, BUFFER, scope, -1, 0, None, "", value, tuple(value.shape), value.dtype,
+        index = capture.add_op(RawOp(BUFFER, BUFFER.value, scope, -1, 0, None, "", value, tuple(value.shape), value.dtype,
                                      parents, (), buffer=info))
         capture.set_producer(self.current[address], index)
         self.versions.setdefault(address, []).append(index)

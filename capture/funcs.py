@@ -15,9 +15,20 @@ property getter. :func:`classify` decides, once per callable, how each is treate
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, NamedTuple
 
-OP, TRANSPARENT, QUERY = 0, 1, 2
+
+class FuncKind(Enum):
+    """How the capture treats a torch callable (see the module docstring)."""
+
+    OP = "op"
+    TRANSPARENT = "transparent"
+    QUERY = "query"
+
+
+#: The members as module constants (a module attribute is a cheaper lookup than a member).
+OP, TRANSPARENT, QUERY = FuncKind.OP, FuncKind.TRANSPARENT, FuncKind.QUERY
 
 #: Property getters that compute a new tensor and so are ops.
 VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
@@ -46,8 +57,7 @@ HIGHER_ORDER = (
 class FuncInfo(NamedTuple):
     """How the capture treats one torch callable."""
 
-    #: :data:`OP`, :data:`TRANSPARENT` or :data:`QUERY`.
-    kind: int
+    kind: FuncKind
     #: The op name users read: dunders normalised (``__getitem__`` -> ``getitem``).
     name: str
     #: Whether the op writes into its first argument (``add_``, ``__setitem__``).

@@ -6,22 +6,46 @@ No grouping and no labels here: :mod:`torchlens.grouping` turns this into layers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Optional
+from enum import Enum
+from typing import Any, Hashable, Optional, Union
 
 from torchlens.analysis.sites import Place
 
 from .backends import Detector
 
-#: ``RawOp.kind`` values.
-INPUT, OP, OUTPUT = "input", "op", "output"
+
+class OpKind(Enum):
+    """What a :class:`RawOp` records; the value is the op name a boundary layer gets."""
+
+    INPUT = "input"
+    OP = "op"
+    OUTPUT = "output"
+    #: A registered buffer's version (:mod:`capture.buffers`).
+    BUFFER = "buffer"
+
+
+#: The members as module constants (a module attribute is a cheaper lookup than a member).
+INPUT, OP, OUTPUT, BUFFER = OpKind.INPUT, OpKind.OP, OpKind.OUTPUT, OpKind.BUFFER
+
+
+@dataclass(frozen=True, slots=True)
+class Hooked:
+    """In a raw call site: the module whose forward hook (or pre-hook) ran the frames after it
+    (grouping turns it into a :class:`~torchlens.analysis.sites.HookMark`)."""
+
+    #: Index into :attr:`RawCapture.modules`.
+    module: int
+
+
+#: One element of a raw call site: an interned chain id, or a hooked module.
+Segment = Union[int, Hooked]
 
 
 @dataclass(slots=True)
 class RawOp:
     """One recorded output of one torch call (a multi-output op gives one per slot)."""
 
-    #: ``INPUT``, ``OP`` or ``OUTPUT``.
-    kind: str
+    kind: OpKind
     #: Normalised op name (``linear``, ``add``, ``radd``, ``getitem``; ``input``/``output``).
     name: str
     #: Index into :attr:`RawCapture.modules` of the scope: the innermost module instance.
@@ -30,9 +54,9 @@ class RawOp:
     call: int
     #: Which output of a multi-output op this is.
     slot: int
-    #: The call site: chain ids and hooked-module marks (``~module index``), outermost
-    #: first; ``None`` when no Python frame sat between the module boundary and the op.
-    site: Optional[tuple[int, ...]]
+    #: The call site: chain ids and hooked modules, outermost first; ``None`` when no
+    #: Python frame sat between the module boundary and the op.
+    site: Optional[tuple[Segment, ...]]
     #: For ``site is None`` only: the op's non-tensor arguments, as text.
     args_text: str
     #: The output tensor (``None`` when this op's output is not saved).
@@ -74,7 +98,7 @@ def layer_key(index: int, op: RawOp, ordinal: int) -> Hashable:
     (same op, same non-tensor arguments, same ordinal). Inputs and outputs are their own
     layers. Buffer versions are keyed by :mod:`torchlens.grouping`.
     """
-    if op.kind != OP:
+    if op.kind is not OP:
         return (op.kind, index)
     if op.site is None:
         return (op.scope, "position", op.name, op.args_text, ordinal, op.slot)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Union
 
 import torch
 
@@ -34,6 +34,20 @@ PRODUCED = Produced()
 
 
 @dataclass(frozen=True, slots=True)
+class Aliased:
+    """The source of a tensor argument read after op ``writer`` wrote its storage through
+    another alias (a view): no op's output is exactly the value read, so replay takes the
+    call's snapshot of it, and ``writer`` is the op it depends on."""
+
+    writer: int
+
+
+#: Where a tensor argument came from: an op's index (a buffer version included), -1 for
+#: none (a parameter or a constant), or an :class:`Aliased` read.
+Source = Union[int, Aliased]
+
+
+@dataclass(frozen=True, slots=True)
 class RecordedCall:
     """One torch call as it was made: shared by the ops of its output slots."""
 
@@ -44,10 +58,8 @@ class RecordedCall:
     #: for a tensor an op made and a snapshot for any other tensor.
     args: tuple
     kwargs: dict
-    #: For each tensor argument, in :func:`substitute` order, the index of the op whose
-    #: output it was (a buffer version included), -1 (a parameter or a constant), or
-    #: ``-2 - index`` when op ``index`` had written its storage through another alias.
-    sources: list[int]
+    #: For each tensor argument, in :func:`substitute` order, its :data:`Source`.
+    sources: list[Source]
     #: Tensor argument position -> its value when read, for the aliased reads above.
     snapshots: dict
     #: Index into ``GlobalState.modes`` of the modes the call ran under.

@@ -38,8 +38,8 @@ from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
 from .patches import Patches, Step, atomic, run_step as _run, step
-from .record import OP, OUTPUT, RawCall, RawCapture, RawModule, RawOp, meta_of
-from .replay import GlobalState, ModesJournal, RecordedCall, freeze, tensor_args
+from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
+from .replay import Aliased, GlobalState, ModesJournal, RecordedCall, Source, freeze, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -164,9 +164,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         info = self.func_info.get(func)
         if info is None:
             info = self.func_info[func] = funcs.classify(func)
-        if self.suspended or info.kind == funcs.QUERY:
+        if self.suspended or info.kind is funcs.QUERY:
             return func(*args, **kwargs)
-        if info.kind == funcs.TRANSPARENT and not self.bypass:
+        if info.kind is funcs.TRANSPARENT and not self.bypass:
             return self._run_transparent(func, args, kwargs)
         self.bypass = False
         name = info.name
@@ -243,7 +243,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         else:
             return
         sources, params = self._inputs_of(args, kwargs)
-        parents = [s if s >= 0 else -s - 2 for s in sources if s != -1]
+        parents = [s if isinstance(s, int) else s.writer for s in sources if s != -1]
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
         replay = None
@@ -322,41 +322,40 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.raw.buffer_values = {address: (None, None) for address in self.raw.buffer_values}
         self.raw.state = None
 
-    def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[int], tuple[str, ...]]:
-        """The source of each tensor argument (op index, -1 for none) and the parameters read.
+    def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[Source], tuple[str, ...]]:
+        """The :data:`~capture.replay.Source` of each tensor argument and the parameters read.
 
         Tensor arguments are visited in :func:`capture.replay.substitute`'s order: positional
         then keyword values, one level into plain lists and tuples.
         """
-        sources: list[int] = []
+        sources: list[Source] = []
         params: list[str] = []
         producer, refs, writers = self.producer, self.refs, self.storage_writer
         for value in (*args, *kwargs.values()) if kwargs else args:
             if isinstance(value, _Tensor):
                 # The common case inline: the output of an op, no weak check, no aliased write.
                 index = producer.get(id(value))
-                if index is None or refs is not None or writers:
-                    index = self._source(value, params)
-                sources.append(index)
+                sources.append(self._source(value, params) if index is None or refs is not None or writers
+                               else index)
             elif type(value) is list or type(value) is tuple:
                 for item in value:
                     if isinstance(item, _Tensor):
                         sources.append(self._source(item, params))
         return sources, tuple(params)
 
-    def _source(self, tensor: _Tensor, params: list[str]) -> int:
+    def _source(self, tensor: _Tensor, params: list[str]) -> Source:
         """The op whose output ``tensor`` is (a buffer's version included), or -1.
 
         When an in-place op later wrote the tensor's storage through another alias (a view),
-        that op is the source, encoded as ``-2 - index``: the value read is then kept as a
-        snapshot for replay, since no op's output is exactly it.
+        the source is that op, :class:`~capture.replay.Aliased`: the value read is then kept
+        as a snapshot for replay, since no op's output is exactly it.
         """
         index = self.producer_of(tensor)
         if index is not None:
             if self.storage_writer:
                 writer = self.storage_writer.get(storage_key(tensor), -1)
                 if writer > index:
-                    return -2 - writer
+                    return Aliased(writer)
             return index
         name = self.param_names.get(id(tensor))
         if name is not None:
@@ -365,10 +364,10 @@ class Capture(LeavesStack, TorchFunctionMode):
         index = self.buffers.read(tensor)
         return -1 if index is None else index
 
-    def _alias_snapshots(self, args: tuple, kwargs: dict, sources: list[int]) -> dict:
-        if not self.storage_writer or min(sources, default=0) >= -1:
+    def _alias_snapshots(self, args: tuple, kwargs: dict, sources: list[Source]) -> dict:
+        if not any(type(s) is Aliased for s in sources):
             return {}
-        return {k: t.clone() for k, t in enumerate(tensor_args(args, kwargs)) if sources[k] <= -2}
+        return {k: t.clone() for k, t in enumerate(tensor_args(args, kwargs)) if type(sources[k]) is Aliased}
 
     def preserve(self, target: Any, inplace: bool = False) -> None:
         """Copy what a write is about to change: the saved outputs sharing its storage, and
@@ -386,20 +385,21 @@ class Capture(LeavesStack, TorchFunctionMode):
                 op.out = snapshot(op.out)
             self.ownership.before_write(self.raw, target, key, inplace)
 
-    def _site(self, frame: Optional[FrameType]) -> tuple[int, int, Optional[tuple[int, ...]]]:
+    def _site(self, frame: Optional[FrameType]) -> tuple[int, int, Optional[tuple[Segment, ...]]]:
         """Scope, module call and call-site chain of an op called from ``frame``."""
         frames, stop = read_stack(frame, self.roles)
         level = len(self.stack) - 1
         if stop is not None and stop.f_code is not _CALL_IMPL_INNER and frames and level >= 0:
             call = self.stack[level]  # no hook in the way: the common case, made cheap
             return self.raw.calls[call][0], call, (self.interner.intern(frames),)
-        segments: list[int] = [self.interner.intern(frames)] if frames else []
+        segments: list[Segment] = [self.interner.intern(frames)] if frames else []
         while stop is not None and self._is_hook_call(stop) and level >= 0:
             hooked = self.raw.calls[self.stack[level]][0]
             level -= 1
             runner = stop.f_back  # the hook runner's frame; the frame that called the module is next
             frames, stop = read_stack(runner and runner.f_back, self.roles)
-            segments[:0] = [self.interner.intern(frames), ~hooked] if frames else [~hooked]
+            mark = Hooked(hooked)
+            segments[:0] = [self.interner.intern(frames), mark] if frames else [mark]
         call = self.stack[level] if level >= 0 else -1
         scope = self.raw.calls[call][0] if call >= 0 else 0
         return scope, call, tuple(segments) if segments else None
@@ -514,12 +514,15 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     # -- inputs, outputs, errors -------------------------------------------------------------
 
-    def add_boundary(self, kind: str, tensor: _Tensor) -> None:
+    def add_boundary(self, kind: OpKind, tensor: _Tensor) -> None:
         """Record an input or output tensor as a single-pass layer of its own."""
         params: list[str] = []
-        source = self._source(tensor, params) if kind == OUTPUT else -1
-        self.add_op(RawOp(kind, kind, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
-                          [source] if source >= 0 else [], tuple(params)))
+        source = self._source(tensor, params) if kind is OUTPUT else -1
+        # An output read after an aliased write (Aliased) gets no parent: no op's output is
+        # exactly its value, and an output has no snapshot to replay from.
+        parents = [source] if isinstance(source, int) and source >= 0 else []
+        self.add_op(RawOp(kind, kind.value, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
+                          parents, tuple(params)))
 
     def _annotate(self, error: BaseException, op: Optional[str], frame: Optional[FrameType]) -> None:
         """Note where ``error`` happened: in op ``op`` (``None``: in the module's own Python),

@@ -14,6 +14,7 @@ import torchlens as tl
 from models.containers import PACKS, PairBox, Returns
 from test_cases import ALL_PARAMS, build
 from torchlens.capture.containers import REGISTRY, registered
+from torchlens.capture.replay import Aliased
 from torchlens.errors import ContainerTypeMissingError, TraceFileError
 from torchlens.persistence import dumps, loads
 
@@ -220,3 +221,20 @@ def test_selected_outputs_round_trip_with_every_ops_metadata(save):
     assert kept == (set() if save == "none" else {"relu_1:1"})
     if save == "predicate":  # a predicate cannot be saved: the loaded trace names what it kept
         assert loaded.options.capture.save == frozenset({"relu_1:1"})
+
+
+class AliasedRead(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y.view(-1).add_(1)  # writes y's storage through a view
+        return torch.tanh(y)  # reads y after that write: no op's output is exactly its value
+
+
+def test_aliased_read_keeps_its_writer_as_source_and_round_trips(tmp_path):
+    trace = tl.trace(AliasedRead(), torch.randn(2, 3))
+    tanh = trace.ops["tanh_1:1"]
+    assert tanh.parents == ("add__1:1",)
+    assert tanh._replay.sources == [Aliased(3)]  # ops: input, mul, view, add_
+    loaded = roundtrip(trace, tmp_path)
+    assert loaded.ops["tanh_1:1"]._replay.sources == tanh._replay.sources
+    assert loaded.validate_forward_pass().ok and trace.validate_forward_pass().ok

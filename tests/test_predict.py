@@ -43,7 +43,8 @@ def test_prediction_equals_capture(name: str):
         return
     assert report.ok, str(report)
     assert not report.unpredicted and not report.mismatched, str(report)
-    assert all(why.startswith("optional") for _, why in report.unexecuted), str(report)
+    assert all(label in report.optional and why.startswith("optional: ") for label, why in report.unexecuted), \
+        str(report)
     assert report.coverage == 1.0
     runtime = {(layer.layer_label, layer.func_name): layer.num_passes for layer in compute_layers(trace)}
     for label, func, passes in predicted_summary(pred):
@@ -86,6 +87,7 @@ def test_check_prediction_keyword_gives_the_report():
     model, x = C.BlockLoop(), torch.randn(2, 4)
     trace = tl.trace(model, x, check_prediction=True)
     assert trace.prediction.ok and trace.prediction.coverage == 1.0
+    assert trace.prediction.trace == trace and trace["tanh_1:2"] is trace.ops["tanh_1:2"]  # the records checked
     assert tl.trace(model, x).prediction is None
 
 
@@ -112,7 +114,8 @@ def test_unexecuted_branch_is_reported():
     pred = tl.predict(Branchy(), torch.randn(2), True)
     report = tl.trace(Branchy(), torch.randn(2), False).check_prediction(pred)
     assert [label for label, _ in report.unexecuted] == ["relu_1"]
-    assert not report.ok  # the prediction said relu runs for these inputs
+    assert report.optional == frozenset()  # the prediction said relu runs for these inputs
+    assert not report.ok
 
 
 def test_prediction_from_class_equals_instance():

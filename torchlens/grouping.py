@@ -27,8 +27,7 @@ from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_l
 from torchlens.analysis.sites import HookMark, Link
 from torchlens.analysis.structural import StructOp, structural_keys
 from torchlens.capture.backends import Detector
-from torchlens.capture.buffers import BUFFER
-from torchlens.capture.record import OP, RawCapture, RawOp, layer_key
+from torchlens.capture.record import BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, layer_key
 
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
@@ -74,7 +73,7 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
     for n, first in enumerate(first_ops):
         head = raw.ops[first]
         layer = Layer(
-            labels[n], head.name, addresses[head.scope], head.kind == "input", head.kind == "output",
+            labels[n], head.name, addresses[head.scope], head.kind is INPUT, head.kind is OUTPUT,
             tuple(passes[n]), tuple(dict.fromkeys(p for op in passes[n] for p in op.params)),
             _call_site(raw, head, addresses),
         )
@@ -95,7 +94,7 @@ def _ordinals(raw: RawCapture) -> list[int]:
 
 
 def _key(i: int, op: RawOp, ordinals: list[int], raw: RawCapture) -> Hashable:
-    if op.kind == BUFFER:
+    if op.kind is BUFFER:
         info = op.buffer
         if info.writer >= 0:
             return (BUFFER, info.address, _key(info.writer, raw.ops[info.writer], ordinals, raw))
@@ -109,14 +108,14 @@ def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
     keys = [_key(i, op, ordinals, raw) for i, op in enumerate(raw.ops)]
     if raw.detector is Detector.GROUPER:
         structural = structural_keys([
-            StructOp(op.scope, op.call if op.kind == OP else -2 - i, (op.name, op.args_text, op.slot, op.params),
+            StructOp(op.scope, op.call if op.kind is OP else -2 - i, (op.name, op.args_text, op.slot, op.params),
                      tuple(op.parents))
             for i, op in enumerate(raw.ops)
         ])
-        keys = [structural[i] if op.kind == OP else key for i, (op, key) in enumerate(zip(raw.ops, keys))]
+        keys = [structural[i] if op.kind is OP else key for i, (op, key) in enumerate(zip(raw.ops, keys))]
     versions: dict[str, list[int]] = {}
     for i, op in enumerate(raw.ops):
-        if op.kind == BUFFER:
+        if op.kind is BUFFER:
             versions.setdefault(op.buffer.address, []).append(i)
     for address, indices in versions.items():
         first_write = keys[indices[1]] if len(indices) > 1 else None
@@ -128,8 +127,8 @@ def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
 def _call_site(raw: RawCapture, op: RawOp, addresses: list[str]) -> CallSite:
     frames: list[Link] = []
     for segment in op.site or ():
-        if segment < 0:
-            frames.append(HookMark(addresses[~segment]))
+        if isinstance(segment, Hooked):
+            frames.append(HookMark(addresses[segment.module]))
         else:
             frames.extend(raw.chains[segment])
     return CallSite(tuple(frames))

@@ -39,7 +39,7 @@ from torchlens.capture.containers import (
     CONST, CUSTOM, DICT, LEAF, ContainerSpec, Node, RawContainer, TypeRef, Unsaved,
 )
 from torchlens.capture.gradients import Gradients
-from torchlens.capture.replay import PRODUCED, GlobalState, Modes, RecordedCall
+from torchlens.capture.replay import PRODUCED, Aliased, GlobalState, Modes, RecordedCall, Source
 
 from .buffers import Buffer
 from .containers import ContainerRecords
@@ -309,7 +309,7 @@ class _Writer:
             try:
                 encoded = {
                     "func": _func_ref(call.func), "args": self.value(call.args), "kwargs": self.value(call.kwargs),
-                    "sources": list(call.sources),
+                    "sources": [_source_code(s) for s in call.sources],
                     "snapshots": [[k, self.tensor(t)] for k, t in call.snapshots.items()],
                     "modes": call.modes,
                 }
@@ -437,6 +437,17 @@ def _builtin_type(tp: type) -> bool:
     return tp.__module__ == "builtins" and vars(builtins).get(tp.__qualname__) is tp
 
 
+def _source_code(source: Source) -> int:
+    """A call's argument source as the file stores it: the op index, -1 for none, and
+    ``-2 - writer`` for a read aliased by op ``writer`` (:class:`Aliased`)."""
+    return -2 - source.writer if isinstance(source, Aliased) else source
+
+
+def _source_of(code: int) -> Source:
+    """The inverse of :func:`_source_code`."""
+    return Aliased(-2 - code) if code <= -2 else code
+
+
 def _func_ref(func: Callable) -> list:
     """Where a torch callable lives in torch's namespace, checked to lead back to it."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
@@ -562,7 +573,8 @@ class _Reader:
     def call(self, record: dict) -> RecordedCall:
         kind, name = record["func"]
         func = _getter(name) if kind == "getter" else _torch_object(name)
-        return RecordedCall(func, self.value(record["args"]), self.value(record["kwargs"]), list(record["sources"]),
+        return RecordedCall(func, self.value(record["args"]), self.value(record["kwargs"]),
+                            [_source_of(code) for code in record["sources"]],
                             {k: self.tensors[ref] for k, ref in record["snapshots"]}, int(record["modes"]))
 
     def module(self, record: dict) -> Module:

@@ -91,6 +91,9 @@ class PredictionReport:
     coverage: float
     #: Runtime ops compared (inputs and outputs left out).
     ops: int
+    #: Labels of the unexecuted layers predicted as optional (a branch or loop the prediction
+    #: could not decide): their not running is no fault.
+    optional: frozenset[str] = frozenset()
     #: The trace and the prediction compared, for :meth:`draw`.
     trace: Any = field(default=None, repr=False, compare=False)
     prediction: Optional[Prediction] = field(default=None, repr=False, compare=False)
@@ -99,7 +102,7 @@ class PredictionReport:
     def ok(self) -> bool:
         """Nothing unpredicted, nothing mismatched, and only optional layers unexecuted."""
         return not self.unpredicted and not self.mismatched and all(
-            why.startswith("optional") for _, why in self.unexecuted)
+            label in self.optional for label, _ in self.unexecuted)
 
     def draw(self, direction: str = "TB", path: Any = None) -> Any:
         """The trace drawn rolled and coloured by this check (predicted, unpredicted, mismatched,
@@ -156,12 +159,13 @@ def check_prediction(trace: "Trace", pred: Prediction) -> PredictionReport:
                                        str(layer.num_passes)))
         if label_ok:
             good += layer.num_passes
+    missing = [p for p in pred.layers if id(p) not in matched]
     unexecuted = tuple(
         (p.layer_label, ("optional: " if p.optional else "") + (p.passes_note or p.note or "predicted to run"))
-        for p in pred.layers if id(p) not in matched)
+        for p in missing)
     total = sum(layer.num_passes for layer in layers)
     return PredictionReport(tuple(unpredicted), unexecuted, tuple(mismatched), good / total if total else 1.0, total,
-                            trace, pred)
+                            frozenset(p.layer_label for p in missing if p.optional), trace, pred)
 
 
 def _labels_given_runs(pred: Prediction, matched: dict[int, Layer]) -> dict[int, str]:

@@ -16,7 +16,7 @@ import torch
 
 from torchlens.capture.buffers import FUSED_MUTATORS
 from torchlens.capture.funcs import is_inplace
-from torchlens.capture.replay import substitute
+from torchlens.capture.replay import Aliased, substitute
 
 from .errors import InterventionError
 
@@ -59,7 +59,7 @@ class Reexecution:
 
             def replace(k: int, tensor: Any) -> Any:
                 source = call.sources[k]
-                if source <= -2:
+                if isinstance(source, Aliased):
                     return call.snapshots[k].clone()
                 if source < 0:  # a parameter or constant: the trace's snapshot
                     return tensor.clone() if writes else tensor

@@ -190,7 +190,7 @@ class TorchHost(Host):
     def dispatch_op(self, fn: Any) -> Optional[str]:
         """As the capture's mode classifies what ``handle_torch_function`` hands it."""
         info = classify(fn)
-        return info.name if info.kind == OP else None
+        return info.name if info.kind is OP else None
 
     def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
         if fn in self._checks:

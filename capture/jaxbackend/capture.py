@@ -29,7 +29,7 @@ from jax.extend.core import ClosedJaxpr, Literal
 from ..backends import ContainerCapability, Detector
 from ..boundary import claim
 from ..containers import ARGS, MODEL_INPUT, MODEL_OUTPUT_ROLE, Node, RawContainer
-from ..record import INPUT, OP, OUTPUT, RawCapture, RawOp
+from ..record import INPUT, OP, OUTPUT, OpKind, RawCapture, RawOp
 from . import frames as frames_module, modules as modules_module, pytrees
 from .frames import ChainReader
 from .modules import WRAPPER_CODE, CallPatches, call_of, nnx_modules, scopes_of
@@ -102,7 +102,7 @@ class JaxCapture:
     def run(self, args: tuple, kwargs: dict) -> RawCapture:
         closed, out_tree, arrays = self.trace(args, kwargs)
         raw = self.raw
-        input_ops = [self.add(_array_op(INPUT, INPUT, 0, -1, 0, None, "", jax.numpy.asarray(a), [], ()))
+        input_ops = [self.add(_array_op(INPUT, INPUT.value, 0, -1, 0, None, "", jax.numpy.asarray(a), [], ()))
                      for a in arrays]
         if self.containers:
             self._record_inputs(args, kwargs, input_ops)
@@ -115,7 +115,7 @@ class JaxCapture:
         output_ops = []
         for value, source in results:
             params = (source,) if isinstance(source, str) else ()
-            output_ops.append(self.add(_array_op(OUTPUT, OUTPUT, 0, -1, 0, None, "", value,
+            output_ops.append(self.add(_array_op(OUTPUT, OUTPUT.value, 0, -1, 0, None, "", value,
                                                  [source] if isinstance(source, int) else [], params)))
         raw.output = jax.tree_util.tree_unflatten(out_tree, [value for value, _ in results])
         leaves: list = []
@@ -130,7 +130,7 @@ class JaxCapture:
         raw.modules, raw.calls, raw.call_io = self.scopes.modules, self.scopes.calls, self.scopes.call_io
         _call_edges(raw)
         raw.chains = self.reader.chains
-        has_ops = any(op.kind == OP for op in raw.ops)
+        has_ops = any(op.kind is OP for op in raw.ops)
         raw.detector = Detector.CALLSITE if self.evidence or not has_ops else Detector.GROUPER
         return raw
 
@@ -211,7 +211,7 @@ def _read(env: dict, var: Any) -> tuple[Any, Source]:
     return env[var]
 
 
-def _array_op(kind: str, name: str, scope: int, call: int, slot: int, site: Optional[tuple[int, ...]],
+def _array_op(kind: OpKind, name: str, scope: int, call: int, slot: int, site: Optional[tuple[int, ...]],
               args_text: str, value: Any, parents: list[int], params: tuple[str, ...]) -> RawOp:
     """A :class:`RawOp` whose output is the array ``value`` (shape and dtype read from it)."""
     return RawOp(kind, name, scope, call, slot, site, args_text, value, tuple(value.shape), value.dtype, parents, params)
