@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Optional
 
 from torch import nn
@@ -55,8 +56,8 @@ def trace(
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save,
                           options.capture_container_structure, options.save_gradients)
     result = cook(model, raw, options, forward_kwargs or {})
-    if check_prediction:
-        object.__setattr__(result, "prediction", result.check_prediction(predicted))
+    if check_prediction:  # the same records again, with the report of checking them
+        result = replace(result, prediction=result.check_prediction(predicted))
     return result
 
 

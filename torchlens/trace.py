@@ -53,7 +53,8 @@ class Trace:
     #: With ``tl.trace(..., check_prediction=True)``: how the capture compared with
     #: ``tl.predict`` (a :class:`torchlens.predict.PredictionReport`), else ``None``.
     prediction: Any = field(default=None, repr=False)
-    _index: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Key -> record for ``trace[key]``, filled at construction (never passed in).
+    _index: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("modules", "params", "buffers"):  # read-only views: a trace never changes
