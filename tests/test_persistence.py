@@ -188,7 +188,7 @@ def test_loading_runs_no_code_and_imports_nothing(saved_bytes, monkeypatch):
 
 
 def test_a_file_naming_code_outside_torch_is_refused(saved_bytes):
-    from torchlens.persistence import _digest
+    from torchlens.codec import _digest
 
     def hostile(meta):
         records = json.loads(meta["records"])

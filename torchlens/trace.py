@@ -10,6 +10,7 @@ from torchlens.analysis.explain import explain_trace
 from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
 
 from .buffers import Buffer
+from .codec import decode, dumps, same
 from .containers import ContainerRecords, records_of
 from .errors import TorchLensValueError, TraceInvariantError
 from .intervention import intervene
@@ -92,23 +93,19 @@ class Trace:
         return tuple(op for op in self.ops if op.buffer_write_kind is not None)
 
     def __eq__(self, other: object) -> bool:
-        """Equal when the saved representations are (:func:`torchlens.persistence.same`): the
+        """Equal when the saved representations are (:func:`torchlens.codec.same`): the
         same records (labels, passes, call sites, modules and their calls, params, buffers,
         containers, options, replay calls) and tensors of the same dtype, shape and values
         (NaN equal to NaN). The model (``run``) and the prediction report are not compared."""
         if not isinstance(other, Trace):
             return NotImplemented
-        from .persistence import same
-
         return self is other or same(self, other)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:
         """Pickling (multiprocessing) goes through the file format: no model, no code."""
-        from .persistence import dumps, loads
-
-        return loads, (dumps(self),)
+        return decode, (dumps(self), "<bytes>", type(self))
 
     def __contains__(self, key: object) -> bool:
         """Whether ``trace[key]`` finds something; ``False`` for any key that is not a label."""

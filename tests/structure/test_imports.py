@@ -20,12 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Source folder -> package name and layer (a module may import only its own layer or lower).
 PACKAGES = {"analysis": ("torchlens.analysis", 0), "capture": ("torchlens.capture", 1),
             "torchlens": ("torchlens", 2), "fuzz": ("torchlens.fuzz", 3)}
-#: Circles known today, each with what keeps it: the test below fails once one is gone, so
-#: the entry gets removed.
-KNOWN_CIRCLES = {
-    frozenset({"torchlens.persistence", "torchlens.trace"}):
-        "Trace.__eq__/__reduce__ import persistence lazily, and persistence builds Trace",
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -131,13 +125,8 @@ def test_no_module_imports_a_layer_above_its_own():
     assert upward == []
 
 
-def test_no_import_circle_beyond_the_known_ones():
-    assert sorted(sorted(c) for c in _circles() - set(KNOWN_CIRCLES)) == []
-
-
-@pytest.mark.xfail(strict=True, reason="; ".join(KNOWN_CIRCLES.values()))
-def test_the_known_circles_are_gone():
-    assert not (_circles() & set(KNOWN_CIRCLES))
+def test_no_import_circle():
+    assert sorted(sorted(c) for c in _circles()) == []
 
 
 def _run(code: str, cwd: Path = ROOT) -> str:
