@@ -12,7 +12,7 @@ from torchlens.errors import (
     ContainerFlattenError, ContainerKeyError, ContainerStructureError, OpaqueContainerError,
     TorchLensTypeError, TorchLensValueError,
 )
-from tests.models.containers import (
+from models.containers import (
     PACKS, CacheLM, PairBox, Result, Returns, TakesBatch, Unknown, UsesHalves, VariableKeys, Pair,
 )
 
@@ -200,7 +200,7 @@ def test_unknown_output_object_degrades_to_opaque():
     assert (unknown.kind, unknown.type_name, unknown.reconstructable, unknown.keys()) == (
         "opaque", "Unknown", False, (".state[0]",))
     assert unknown[".state[0]"] is trace["output_2:1"] and trace["output_2:1"].parents == ("sigmoid_1:1",)
-    with pytest.raises(OpaqueContainerError, match=r"cannot rebuild output\[1\]: it is a tests\.models\.containers\.Unknown"):
+    with pytest.raises(OpaqueContainerError, match=r"cannot rebuild output\[1\]: it is a models\.containers\.Unknown"):
         trace.reconstruct_output()
     assert torch.equal(container[0].out, torch.tanh(x))
 

@@ -12,7 +12,7 @@ from torch import nn
 
 import torchlens as tl
 from models.containers import PACKS, PairBox, Returns
-from test_cases import ALL_PARAMS, build
+from models.table import ALL_PARAMS, build
 from torchlens.capture.containers import REGISTRY, registered
 from torchlens.capture.replay import Aliased
 from torchlens.errors import ContainerTypeMissingError, TraceFileError

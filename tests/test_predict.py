@@ -1,6 +1,6 @@
 """``tl.predict`` against ``tl.trace``: the static prediction equals the capture.
 
-Every Cases-table model (``tests/test_cases.py``): the predicted compute layers have the
+Every Cases-table model (``tests/models/table.py``): the predicted compute layers have the
 runtime labels, func names and, wherever the prediction says the count is static, the
 runtime pass counts; the check report is empty (only layers the prediction itself marks
 optional, on a branch it could not decide, may stay unexecuted). Real code (torch's
@@ -21,7 +21,7 @@ from torchlens.analysis.errors import PredictionError, SourceUnavailableError
 from torchlens.analysis.predict import predict_source
 from torchlens.torch_host import TorchHost
 from models import cases as C
-from test_cases import ALL, build, compute_layers
+from models.table import ALL, build, compute_layers
 
 #: Cases whose code the prediction cannot read, and the reason every miss must give.
 NO_SOURCE = {"exec-function-loop": "no source for '<string>'"}

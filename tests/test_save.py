@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import torchlens as tl
-from test_cases import ALL_PARAMS, Case, build
+from models.table import ALL_PARAMS, Case, build
 
 CaptureOptions = tl.options.CaptureOptions
 

@@ -19,7 +19,7 @@ from torch import nn
 import torchlens as tl
 from models import cases as C
 from models.containers import CacheLM
-from test_cases import ALL_PARAMS, build
+from models.table import ALL_PARAMS, build
 
 GOLDEN = Path(__file__).parent / "golden"
 NODE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)" \[label=', re.M)

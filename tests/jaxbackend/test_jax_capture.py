@@ -13,8 +13,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from flax import nnx  # noqa: E402
 
-import jaxmodels as M  # noqa: E402
 import torchlens as tl  # noqa: E402
+from models import jaxcases as M  # noqa: E402
 from torchlens.errors import OpaqueContainerError, TorchLensValueError  # noqa: E402
 
 X = jnp.linspace(-1.0, 1.0, 12).reshape(3, 4)

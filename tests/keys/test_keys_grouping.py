@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-import standin_models as m
-from standin_models import call_copies, layer_chains, line_of, trace
+from models import standin as m
+from models.standin import call_copies, layer_chains, line_of, trace
 
 
 # --- places on one line -----------------------------------------------------------------------

@@ -18,8 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-import standin_models as m
-from standin_models import call_copies, ops
+from models import standin as m
+from models.standin import call_copies, ops
 
 from torchlens.analysis.fold310 import fold_map
 from torchlens.analysis.sites import instruction_place
@@ -143,7 +143,7 @@ def test_extended_arg_prefix_gives_the_instructions_place(register):
 
 NODEBUG_SCRIPT = """
 import json, sys
-import standin_models as m
+from models import standin as m
 from torchlens.capture.standin import StandinRecorder, Value
 
 out = {}
@@ -165,7 +165,7 @@ print(json.dumps(out))
 
 
 def test_no_debug_ranges_falls_back_to_offsets():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(KEYS_DIR)]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(KEYS_DIR.parent)]))  # models.standin
     env.pop("PYTHONNODEBUGRANGES", None)
     done = subprocess.run([sys.executable, "-X", "no_debug_ranges", "-c", NODEBUG_SCRIPT],
                           env=env, cwd=REPO, capture_output=True, text=True, timeout=60)

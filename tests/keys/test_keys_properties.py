@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-import standin_models as m
+from models import standin as m
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from standin_models import trace
+from models.standin import trace
 
 FEW = settings(max_examples=40, deadline=None)
 

@@ -1,6 +1,6 @@
 """Static prediction, torch-free, on every interpreter: predicted keys == recorded keys.
 
-Each stand-in model of ``tests/keys/standin_models.py`` is predicted from its source and
+Each stand-in model of ``tests/models/standin.py`` is predicted from its source and
 bytecode (:func:`analysis.predict.predict_function`) and then run under the stand-in
 recorder, which keys ops as the real capture does. The predicted layers (op name and
 call-site chain, in order of first execution) must equal the recorded ones exactly, and so
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-import standin_models as m
+from models import standin as m
 from standin_host import StandinHost
 
 from torchlens.analysis.errors import SourceUnavailableError

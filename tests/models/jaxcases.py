@@ -1,4 +1,4 @@
-"""JAX and Flax NNX counterparts of the spec's Cases rows (tests/jax only; needs jax and flax)."""
+"""JAX and Flax NNX counterparts of the spec's Cases rows (tests/jaxbackend only; needs jax and flax)."""
 
 from __future__ import annotations
 
