@@ -1655,7 +1655,7 @@ class Interpreter:
             return self.call(self.wrap(method.__func__), args, {})
         return self.call(self.wrap(method), [receiver, *args], {})
 
-    def at_unpack(self, target: ast.AST) -> None:
+    def at_unpack(self, target: ast.expr) -> None:
         """Set the current place to the ``UNPACK_SEQUENCE`` that stores into ``target`` (where
         a tensor's ``__iter__`` runs), found by the target's position in the live code."""
         frame = self.frame

@@ -77,7 +77,7 @@ class TensorTuple(Value):
         return Tensor(meta=self.metas[k] if self.metas is not None and -len(self.metas) <= k < len(self.metas)
                       else None)
 
-    def items(self, count: int) -> list[Tensor]:
+    def items(self, count: int) -> list[Value]:
         return [self.item(k) for k in range(count)]
 
 
