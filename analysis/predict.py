@@ -14,9 +14,7 @@ take their default otherwise.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -28,6 +26,7 @@ from .interpreter import DEFAULT_LIMITS, Boundary, Budget, Interpreter
 from .passes import Count
 from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
+from .targets import import_file
 from .values import Instance, Tensor, Value
 
 __all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "abstract_inputs"]
@@ -80,14 +79,7 @@ def predict_source(path: str, class_name: str, *args: Any, host: Host, **kwargs:
     file = Path(path)
     if not file.is_file():
         raise SourceUnavailableError(f"no file {path!r}: pass the path of a .py file")
-    name = f"_torchlens_predict_{abs(hash(str(file.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise SourceUnavailableError(f"cannot import {path!r} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    cls = getattr(module, class_name, None)
+    cls = getattr(import_file(file), class_name, None)
     if not isinstance(cls, type):
         raise PredictionError(f"{path} defines no class {class_name!r}")
     return predict_class(cls, *args, host=host, **kwargs)

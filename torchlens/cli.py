@@ -150,7 +150,7 @@ def add_predict(commands: argparse._SubParsersAction) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from torchlens.targets import load_class
+    from torchlens.analysis.targets import load_class
 
     cls = load_class(args.target)
     from torchlens.predict import predict

@@ -47,7 +47,7 @@ def add_trace(commands: Any) -> None:
 def _traced(target: str, expression: str) -> Any:
     from .api import trace
     from .errors import TorchLensTypeError
-    from .targets import load_class
+    from torchlens.analysis.targets import load_class
     from .tensorexpr import parse_inputs
 
     inputs = parse_inputs(expression)
@@ -64,7 +64,7 @@ def run_draw(args: argparse.Namespace) -> int:
     out = Path(args.output or f"{args.target.rpartition(':')[2]}.svg")
     if args.input is None:
         from .predict import predict
-        from .targets import load_class
+        from torchlens.analysis.targets import load_class
 
         predict(load_class(args.target)).draw(path=out)
     else:

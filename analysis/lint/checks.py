@@ -10,6 +10,7 @@ import ast
 from collections import defaultdict
 from typing import Iterator, Optional, Sequence
 
+from ..graphs import cycles
 from .model import Function, ModelClass, SourceModel, child_nodes, dotted, self_attribute, walk
 
 Hit = tuple[ast.AST, str]
@@ -217,7 +218,7 @@ def _has_ops(model: SourceModel, function: Function) -> bool:
 
 def recursion_entries(model: SourceModel) -> Iterator[Hit]:
     calls = _calls(model)
-    for cycle in _cycles(list(calls), model.callees):
+    for cycle in cycles(list(calls), model.callees):
         head = min(cycle, key=lambda f: f.node.lineno)  # one member of the cycle reports it
         for group in _per_model([(c, n) for c, n in calls[head] if c not in cycle]):
             entries = [node for _, node in group]
@@ -225,47 +226,6 @@ def recursion_entries(model: SourceModel) -> Iterator[Hit]:
                 yield entries[1], (f"recursion `{head.name}` is entered from {len(entries)} places (lines "
                                    f"{_lines(entries)}): each entry gives its own layers; only the depths of one "
                                    "entry are passes of one layer")
-
-
-def _cycles(nodes: list[Function], edges: dict[Function, list[Function]]) -> Iterator[set[Function]]:
-    """The recursive groups of functions (strongly connected components with a cycle): Tarjan's
-    algorithm, iterative, linear in calls."""
-    index: dict[Function, int] = {}
-    low: dict[Function, int] = {}
-    stack: list[Function] = []
-    on_stack: set[Function] = set()
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(edges.get(root, ())))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(edges.get(child, ()))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                group = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    group.add(member)
-                    if member is node:
-                        break
-                if len(group) > 1 or node in edges.get(node, ()):
-                    yield group
 
 
 # -- TL104 / TL105: shared weights and shared modules ---------------------------------------------

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from torchlens.analysis.graphs import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Source folder -> package name and layer (a module may import only its own layer or lower).
 PACKAGES = {"analysis": ("torchlens.analysis", 0), "capture": ("torchlens.capture", 1),
@@ -73,45 +75,8 @@ GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
 
 
 def _circles() -> set[frozenset[str]]:
-    """The strongly connected components of more than one module (iterative Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: set[frozenset[str]] = set()
-    for root in GRAPH:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(GRAPH[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, edges = work[-1]
-            nxt = next(edges, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(GRAPH[nxt]))))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.add(frozenset(component))
-    return found
+    """The import circles: strongly connected components of more than one module."""
+    return {frozenset(c) for c in cycles(sorted(GRAPH), {m: sorted(t) for m, t in GRAPH.items()})}
 
 
 def test_the_graph_is_read():

@@ -1,4 +1,5 @@
-"""Command-line targets: ``FILE:CLASS`` and ``MODULE:CLASS`` resolved to a class as ``python -m`` would.
+"""Targets: ``FILE:CLASS`` and ``MODULE:CLASS`` resolved to a class as ``python -m`` would; a
+``.py`` file imported the same way (:func:`import_file`; the prediction's ``predict_source``).
 
 * ``pkg/models/net.py:Net``: a file inside packages (folders with ``__init__.py``) is imported as
   ``pkg.models.net`` with the folder above the outermost package first on ``sys.path``, so its
@@ -21,9 +22,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from torchlens.analysis.errors import TorchLensValueError
+from .errors import TorchLensValueError
 
-__all__ = ["load_class"]
+__all__ = ["load_class", "import_file"]
 
 
 def load_class(target: str) -> type:
@@ -34,7 +35,7 @@ def load_class(target: str) -> type:
     if not sep or not where or not name:
         raise TorchLensValueError(f"{target!r}: name a file or module and a class, as models/rnn.py:Seq2Seq "
                                   "or pkg.models:Seq2Seq")
-    module = _import_file(Path(where)) if where.endswith(".py") or Path(where).is_file() else _import_module(where)
+    module = import_file(Path(where)) if where.endswith(".py") or Path(where).is_file() else _import_module(where)
     value: object = module
     for part in name.split("."):
         value = getattr(value, part, None)
@@ -48,7 +49,8 @@ def _import_module(name: str) -> ModuleType:
     return _guarded(name, name, lambda: importlib.import_module(name))
 
 
-def _import_file(path: Path) -> ModuleType:
+def import_file(path: Path) -> ModuleType:
+    """The module of the ``.py`` file ``path``, imported as the module docstring says."""
     if not path.is_file():
         raise TorchLensValueError(f"no file {str(path)!r}: pass the path of a .py file")
     file = path.resolve()
