@@ -350,7 +350,7 @@ class TraceDrawing:
         for tail, head in edges.tails:
             if self.order[tail] < self.order[head] and tail not in self.state_nodes:
                 inputs.setdefault(head, []).append(tail)
-        skips = set()
+        skips: set[tuple[str, str]] = set()
         for head, tails in inputs.items():
             if len(tails) > 1:
                 main = max(tails, key=self.order.__getitem__)
