@@ -34,6 +34,9 @@ class Event:
     slots: Optional[int] = 1
     #: Why the chain is unknown (when ``chain`` is ``None``).
     why: str = ""
+    #: ``(producer, output slot)`` of each tensor argument an earlier predicted op produced,
+    #: in argument order (the predicted dataflow).
+    inputs: tuple[tuple[Event, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,8 @@ from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
-                     concrete_args, contains, element_of, identical, join, may_hold_tensor, truth, type_of)
+                     concrete_args, contains, element_of, identical, join, may_hold_tensor, origins, truth,
+                     type_of)
 
 __all__ = ["Interpreter", "Frame", "Boundary", "Budget", "Limits", "Signal", "Exit"]
 
@@ -458,20 +459,24 @@ class Interpreter:
     def call_op(self, name: str, fn: Any, args: Sequence[Value], kwargs: Optional[dict[str, Value]] = None) -> Value:
         """An op call: record it and return what it returns."""
         events: list[Event] = []
+        inputs = origins(iter([*args, *(kwargs or {}).values()]))
 
         def make_tensor(meta: Any) -> Value:
-            events.append(self.emit(name))
-            return Tensor(meta=meta)
+            event = self.emit(name)
+            event.inputs = inputs
+            events.append(event)
+            return Tensor(meta=meta, origin=(event, 0))
 
         def make_tuple(count: Optional[int], metas: Optional[tuple]) -> Value:
             event = self.emit(name, count)
+            event.inputs = inputs
             events.append(event)
 
             def resolve(n: int) -> None:
                 if event.slots is None or event.slots < n:
                     event.slots = n
 
-            return TensorTuple(resolve, count, metas)
+            return TensorTuple(resolve, count, metas, event)
 
         result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple)
         if result is not None:

@@ -40,6 +40,9 @@ class PredictedLayer:
     count: Count
     #: Why the place is unknown, or the output count.
     note: str = ""
+    #: Labels of the predicted layers whose outputs this layer's ops take (predicted dataflow;
+    #: inputs, parameters and values the run lost track of have none).
+    parents: tuple[str, ...] = ()
 
     @property
     def num_passes(self) -> Optional[int]:
@@ -74,7 +77,8 @@ class PredictedLayer:
         """A JSON-ready dict with stable field names."""
         return {"label": self.layer_label, "func": self.func_name, "module": self.module,
                 "passes": self.num_passes if self.num_passes is not None else str(self.count),
-                "passes_note": self.passes_note, "place": self.place(), "slot": self.slot}
+                "passes_note": self.passes_note, "place": self.place(), "slot": self.slot,
+                "parents": list(self.parents)}
 
     def where(self) -> str:
         """The innermost place as ``file:line:col`` with the file's base name."""
@@ -126,12 +130,14 @@ class Prediction:
         """The predicted layer with this grouping key, if any."""
         return self._by_key.get(key)
 
-    def draw(self, direction: str = "TB", path: Any = None) -> Any:
-        """Draw the predicted layers before anything runs: a ``graphviz.Digraph`` (see
-        :mod:`analysis.predview`); ``path`` writes SVG, PNG, PDF or DOT by its suffix."""
+    def draw(self, direction: str = "TB", path: Any = None, depth: Optional[int] = None, collapse: Any = None) -> Any:
+        """Draw the predicted layers and their predicted dataflow before anything runs: a
+        ``graphviz.Digraph`` (see :mod:`analysis.predview`); ``depth=k`` draws modules deeper
+        than ``k`` as one node each, ``collapse`` (module addresses, or a predicate over them)
+        chooses such modules directly; ``path`` writes SVG, PNG, PDF or DOT by its suffix."""
         from .predview import draw_prediction
 
-        return draw_prediction(self, direction, path)
+        return draw_prediction(self, direction, path, depth, collapse)
 
     def explain(self, *labels: str) -> str:
         """Why a predicted layer is one layer (scope, call-site frames with source, op, slot,
@@ -184,14 +190,19 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
     grouping = group_keys(
         (e.scope, e.chain if e.chain is not None else ("?", e.why), e.name, slot) for e, slot in slots)
     labels = layer_labels(slots[i][0].name for i in grouping.first)
+    groups = list(grouping.members())
+    label_of = {(id(slots[i][0]), slots[i][1]): label for label, members in zip(labels, groups) for i in members}
     layers = []
-    for label, members in zip(labels, grouping.members()):
+    for label, members in zip(labels, groups):
         event, slot = slots[members[0]]
         count = event.count
         for i in members[1:]:
             count = count + slots[i][0].count
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note))
+        parents = dict.fromkeys(label_of[key] for i in members for producer, k in slots[i][0].inputs
+                                if (key := (id(producer), k)) in label_of)
+        layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note,
+                                     tuple(parents)))
     unsized = [f"{layer.layer_label} at {layer.where()}: its number of outputs is not static, only the first "
                "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
     return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)), tuple(dict.fromkeys([*notes, *unsized])))

@@ -4,18 +4,22 @@ The drawing, made before the model runs:
 One node per predicted layer, named by its predicted label, in its module's box (boxes nest by
 address). A node shows the predicted passes where they are not one (``x3``, ``xN+1``, ``x0..1``,
 ``xlen(xs)``) and where the layer is written; a layer that may not run at all has a dashed
-border, a place the prediction could not read a red one. The prediction knows call sites and
-counts, not which layer feeds which, so no dataflow is drawn: layers stand in predicted order of
-first execution (kept by invisible edges), and places it did not follow are listed in a note.
+border, a place the prediction could not read a red one. Edges are the predicted dataflow: from
+the layer whose output an op takes to the op's layer (inputs and parameters are not drawn).
+``depth=k`` draws modules deeper than ``k`` as one node each (as the table folds them into one
+row), ``collapse`` names modules (addresses, or a predicate over addresses) to draw as one node;
+edges into and out of such a node are kept, edges inside it are not. Places it did not follow
+are listed in a note.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
 from .dot import Cluster, Drawing, Scene, to_digraph
+from .errors import TorchLensValueError
 from .explain import explain_predicted
 from .table import fit_table, library_file
 
@@ -46,24 +50,80 @@ def module_box(scene: Scene, address: str, scopes: set[str]) -> Optional[str]:
     return address
 
 
-def prediction_scene(pred: "Prediction", direction: str = "TB") -> Scene:
+#: What ``Prediction.draw(collapse=...)`` takes: module addresses, or a predicate over them.
+Collapse = Union[None, str, Iterable[str], Callable[[str], bool]]
+
+
+class Folding:
+    """Which module each predicted layer is drawn (or listed) in: modules deeper than ``depth``,
+    and those ``collapse`` names, stand as one node (one table row) inside their nearest
+    collapsed ancestor. A module's depth counts the modules with predicted layers from the root
+    down to it."""
+
+    def __init__(self, pred: "Prediction", depth: Optional[int] = None, collapse: Collapse = None) -> None:
+        if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 0):
+            raise TorchLensValueError(f"depth must be None or a whole number >= 0, got {depth!r}")
+        if collapse is None or callable(collapse):
+            self.wants: Callable[[str], bool] = collapse or (lambda address: False)
+        else:
+            names = {collapse} if isinstance(collapse, str) else set(collapse)
+            self.wants = names.__contains__
+        self.depth = depth
+        self.scopes = {layer.module for layer in pred.layers}
+
+    def depth_of(self, address: str) -> int:
+        parts = address.split(".")
+        return 0 if address == ROOT else sum(".".join(parts[:k]) in self.scopes for k in range(1, len(parts) + 1))
+
+    def box(self, address: str) -> Optional[str]:
+        """The outermost collapsed module holding ``address`` (itself included), or ``None``."""
+        if address == ROOT:
+            return None
+        parts = address.split(".")
+        for k in range(1, len(parts) + 1):
+            above = ".".join(parts[:k])
+            if above in self.scopes and (self.wants(above) or self.depth is not None
+                                         and self.depth_of(above) > self.depth):
+                return above
+        return None
+
+
+def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[int] = None,
+                     collapse: Collapse = None) -> Scene:
     """The scene of a prediction (see the module docstring)."""
-    scene = Scene(title=f"{pred.target} (predicted, before running): {len(pred.layers)} layers; "
-                        "predicted order, no dataflow", direction=direction)
-    scopes = {layer.module for layer in pred.layers}
-    previous: Optional[str] = None
+    scene = Scene(title=f"{pred.target} (predicted, before running): {len(pred.layers)} layers, "
+                        "predicted dataflow", direction=direction)
+    fold = Folding(pred, depth, collapse)
+    drawn: dict[str, str] = {}  # layer label -> its node (its own, or its collapsed module's)
+    inside: dict[str, int] = {}
     for layer in pred.layers:
-        where = layer.where()
-        lines = [f"{layer.layer_label}{passes_text(layer)}", where or "(no Python frame)"]
+        box = fold.box(layer.module)
+        if box is not None:
+            drawn[layer.layer_label] = f"[{box}]"
+            inside[box] = inside.get(box, 0) + 1
+            continue
+        drawn[layer.layer_label] = layer.layer_label
+        lines = [f"{layer.layer_label}{passes_text(layer)}", layer.where() or "(no Python frame)"]
         attrs = {"tooltip": explain_predicted(pred, [layer.layer_label])}
         if layer.optional:
             attrs["style"] = "rounded,dashed,filled"
         if layer.call_site is None:
             attrs.update(color=UNKNOWN_COLOR, fontcolor=UNKNOWN_COLOR)
-        scene.node(layer.layer_label, "\n".join(lines), module_box(scene, layer.module, scopes), **attrs)
-        if previous is not None:
-            scene.edge(previous, layer.layer_label, style="invis")
-        previous = layer.layer_label
+        scene.node(layer.layer_label, "\n".join(lines), module_box(scene, layer.module, fold.scopes), **attrs)
+    for box, count in inside.items():
+        parts = box.split(".")
+        parent = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1) if ".".join(parts[:k]) in fold.scopes),
+                      ROOT)
+        scene.node(f"[{box}]", f"{parts[-1]}\n{count} layer{'s' if count != 1 else ''} inside",
+                   module_box(scene, parent, fold.scopes), shape="box3d", tooltip=box)
+    edges: set[tuple[str, str]] = set()
+    for layer in pred.layers:
+        head = drawn[layer.layer_label]
+        for parent in layer.parents:
+            tail = drawn[parent]
+            if tail != head and (tail, head) not in edges:
+                edges.add((tail, head))
+                scene.edge(tail, head)
     gaps = list(dict.fromkeys(f"{g.scope}: {g.why}" for g in pred.gaps))
     if gaps:
         shown = gaps[:8] + ([f"... {len(gaps) - 8} more"] if len(gaps) > 8 else [])
@@ -72,9 +132,10 @@ def prediction_scene(pred: "Prediction", direction: str = "TB") -> Scene:
     return scene
 
 
-def draw_prediction(pred: "Prediction", direction: str = "TB", path: Optional[Union[str, Path]] = None) -> Drawing:
+def draw_prediction(pred: "Prediction", direction: str = "TB", path: Optional[Union[str, Path]] = None,
+                    depth: Optional[int] = None, collapse: Collapse = None) -> Drawing:
     """See :meth:`Prediction.draw`."""
-    return to_digraph(prediction_scene(pred, direction), path)
+    return to_digraph(prediction_scene(pred, direction, depth, collapse), path)
 
 
 def written_at(layer: "PredictedLayer", torch_frames: bool = False) -> str:
@@ -96,29 +157,17 @@ def prediction_table(pred: "Prediction", depth: Optional[int] = None, module: Op
                      limit: Optional[int] = None, width: int = 100, torch_frames: bool = False) -> str:
     """``pred.table(...)``: rows of layers (modules deeper than ``depth`` as one row each), only
     inside ``module``, the first ``limit`` rows, fitted to ``width`` columns."""
-    scopes = {layer.module for layer in pred.layers}
-
-    def depth_of(address: str) -> int:
-        parts = address.split(".")
-        return 0 if address == ROOT else sum(".".join(parts[:k]) in scopes for k in range(1, len(parts) + 1))
-
-    def folded(address: str) -> Optional[str]:
-        if depth is None or address == ROOT or depth_of(address) <= depth:
-            return None
-        parts = address.split(".")
-        return next(".".join(parts[:k]) for k in range(1, len(parts) + 1)
-                    if ".".join(parts[:k]) in scopes and depth_of(".".join(parts[:k])) > depth)
-
+    fold = Folding(pred, depth)
     rows, seen = [], set()
     for layer in pred.layers:
         if module not in (None, ROOT) and not (layer.module == module or layer.module.startswith(f"{module}.")):
             continue
-        box = folded(layer.module)
+        box = fold.box(layer.module)
         if box is None:
             rows.append([layer.layer_label, str(layer.count), layer.module, written_at(layer, torch_frames)])
         elif box not in seen:
             seen.add(box)
-            count = sum(1 for other in pred.layers if folded(other.module) == box)
+            count = sum(1 for other in pred.layers if fold.box(other.module) == box)
             rows.append([f"[{box.rpartition('.')[2]}]", "", box, f"{count} layer{'s' if count != 1 else ''} inside"])
     lines = [repr(pred), "", fit_table(["layer", "passes", "module", "written at"], rows[:limit] if limit else rows,
                                        width, {2: True})]

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Optional
 __all__ = ["Value", "Known", "Tensor", "TensorTuple", "Opaque", "Seq", "Dict", "Union",
            "Function", "Bound", "Partial", "Instance", "Lazy", "PyMethod", "SuperRef", "Nature",
            "NONE", "TRUE", "FALSE", "truth", "join", "same", "identical", "contains", "concrete",
-           "concrete_args", "type_of", "may_hold_tensor", "element_of"]
+           "concrete_args", "type_of", "may_hold_tensor", "element_of", "origins"]
 
 
 class Nature(Enum):
@@ -54,6 +54,9 @@ class Tensor(Value):
     #: The host's data-free stand-in with this tensor's shape, dtype and device (torch: a fake
     #: tensor), when the run could compute it; its metadata is read as the live one's.
     meta: Any = None
+    #: ``(event, output slot)`` of the predicted op that produced it (``None``: an input, a
+    #: parameter, or a value whose producer the run lost).
+    origin: Optional[tuple[Any, int]] = None
 
     @property
     def described(self) -> Any:
@@ -71,11 +74,14 @@ class TensorTuple(Value):
     count: Optional[int] = None
     #: The outputs' stand-ins (see :attr:`Tensor.meta`), when computed.
     metas: Optional[tuple] = None
+    #: The predicted op (event) that produced them.
+    origin: Any = None
 
     def item(self, k: int) -> Tensor:
-        """Output ``k`` (its stand-in when known)."""
-        return Tensor(meta=self.metas[k] if self.metas is not None and -len(self.metas) <= k < len(self.metas)
-                      else None)
+        """Output ``k`` (its stand-in and producer when known)."""
+        meta = self.metas[k] if self.metas is not None and -len(self.metas) <= k < len(self.metas) else None
+        slot = k if k >= 0 else (self.count + k if self.count is not None else None)
+        return Tensor(meta=meta, origin=(self.origin, slot) if self.origin is not None and slot is not None else None)
 
     def items(self, count: int) -> list[Value]:
         return [self.item(k) for k in range(count)]
@@ -338,3 +344,22 @@ def element_of(source: Value) -> Value:
     if isinstance(source, Opaque) and source.kind is Nature.NUMBER:  # a size's dimensions
         return Opaque(f"an item of {source.why}", Nature.NUMBER)
     return Opaque("an item of an unknown iterable")
+
+
+def origins(values: Iterator[Value]) -> tuple[tuple[Any, int], ...]:
+    """``(event, slot)`` of every tensor with a known producer among ``values`` (into tuples,
+    lists and dicts), in order, each once."""
+    found: dict[tuple[int, int], tuple[Any, int]] = {}
+    todo = list(values)
+    todo.reverse()
+    while todo:
+        value = todo.pop()
+        if isinstance(value, Tensor) and value.origin is not None:
+            found.setdefault((id(value.origin[0]), value.origin[1]), value.origin)
+        elif isinstance(value, TensorTuple) and value.origin is not None:
+            for k in range(value.count or 1):
+                found.setdefault((id(value.origin), k), (value.origin, k))
+        elif isinstance(value, (Seq, Dict)):
+            items = list(value.items if isinstance(value, Seq) else value.items.values())
+            todo.extend(reversed(items))
+    return tuple(found.values())

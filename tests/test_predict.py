@@ -19,6 +19,7 @@ from torch import nn
 import torchlens as tl
 from torchlens.analysis.errors import PredictionError, SourceUnavailableError
 from torchlens.analysis.predict import predict_source
+from torchlens.predict import runtime_key
 from torchlens.torch_host import TorchHost
 from models import cases as C
 from models.table import ALL, build, compute_layers
@@ -51,6 +52,28 @@ def test_prediction_equals_capture(name: str):
         assert (label, func) in runtime, (label, func, str(pred))
         if passes is not None:
             assert runtime[(label, func)] == passes, (label, str(pred))
+    predicted, actual = predicted_parents(pred), runtime_parents(trace, pred)
+    assert all(predicted[label] <= actual[label] for label in predicted), (name, predicted, actual)  # no false edge
+    if name not in LOST_EDGES:
+        assert predicted == actual, name
+
+
+#: Cases whose predicted dataflow lacks runtime edges (never has false ones), and why.
+LOST_EDGES = {
+    "while-tensor-condition": "a loop it does not unroll runs its body once: no loop-carried edges",
+    "checkpoint-two-lines": "the second checkpoint's input comes back through torch's generator: producer lost",
+}
+
+
+def runtime_parents(trace, pred) -> dict[str, set[str]]:
+    """Each runtime compute layer's compute parents (layers whose outputs its ops read)."""
+    compute = {layer.layer_label for layer in compute_layers(trace)}
+    return {layer.layer_label: {p.rpartition(":")[0] or p for op in layer.ops for p in op.parents} & compute
+            for layer in compute_layers(trace) if pred.find(runtime_key(layer)) is not None}
+
+
+def predicted_parents(pred) -> dict[str, set[str]]:
+    return {layer.layer_label: set(layer.parents) for layer in pred if not layer.optional}
 
 
 @pytest.mark.parametrize("name", [n for n, c in ALL.items() if c.layers is not None and n not in NO_SOURCE])
@@ -254,3 +277,26 @@ def test_operator_names_match_the_capture():
     model, x = OperatorZoo(), torch.randn(3, 3)
     report = tl.trace(model, x).check_prediction(tl.predict(model, x))
     assert report.ok and report.coverage == 1.0 and not report.unexecuted, str(report)
+
+
+# --- the prediction's drawing ---------------------------------------------------------------
+
+
+def test_prediction_drawing_has_dataflow_edges_and_folds_like_the_table(tmp_path, capsys):
+    pred = tl.predict(C.ResidualBlockList())
+    full = pred.draw().source
+    edges = {line.strip() for line in full.splitlines() if "->" in line and "invis" not in line}
+    for layer in pred:
+        for parent in layer.parents:
+            assert f'"{parent}" -> "{layer.layer_label}"' in edges, (parent, layer.layer_label)
+    assert edges and "style=invis" not in full
+    folded = pred.draw(depth=0).source
+    assert '"[blocks.0]"' in folded and '"[blocks.0]" -> "[blocks.1]"' in folded
+    assert not any(f'"{layer.layer_label}" [' in folded for layer in pred if layer.module != "self")
+    assert pred.draw(collapse=["blocks.1"]).source.count('"[blocks.1]" [') == 1
+    assert pred.draw(collapse=lambda address: address == "blocks.2").source.count('"[blocks.2]" [') == 1
+    with pytest.raises(tl.errors.TorchLensValueError):
+        pred.draw(depth=-1)
+    from torchlens.cli import main
+    assert main(["draw", f"{C.__file__}:ResidualBlockList", "--depth", "0", "-o", str(tmp_path / "p.dot")]) == 0
+    assert '"[blocks.0]"' in (tmp_path / "p.dot").read_text()

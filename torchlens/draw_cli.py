@@ -66,7 +66,7 @@ def run_draw(args: argparse.Namespace) -> int:
         from .predict import predict
         from torchlens.analysis.targets import load_class
 
-        predict(load_class(args.target)).draw(path=out)
+        predict(load_class(args.target)).draw(path=out, depth=args.depth)
     else:
         _traced(args.target, args.input).draw(view=args.view, depth=args.depth, path=out)
     print(f"wrote {out}")
