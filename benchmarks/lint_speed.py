@@ -190,7 +190,8 @@ def libcst_cost() -> None:
         for file in files:
             metadata(Path(file).read_text(encoding="utf-8"))
         extra = time.process_time() - start
-        rows.append([label, f"{len(files)} files", f"{lint:.2f}", f"{extra:.2f}", f"{extra / lint:.1f}x"])
+        rows.append([label, f"{len(files)} file{'' if len(files) == 1 else 's'}", f"{lint:.2f}", f"{extra:.2f}",
+                     f"{extra / lint:.1f}x"])
     text = transformers_file(LINES)
     if text:  # the 50,000-line file: every part of it has candidates
         lint = best_seconds(lambda: lint_source(text, "big.py"), 1)
