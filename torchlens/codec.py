@@ -38,7 +38,7 @@ from torchlens.capture.replay import PRODUCED, Aliased, GlobalState, Modes, Reco
 
 from .buffers import Buffer
 from .containers import ContainerRecords
-from .errors import TorchLensError, TraceFileError
+from .errors import TorchLensError, TorchLensValueError, TraceFileError
 from .options import CaptureOptions, TraceOptions
 from .records import BufferVersion, CallSite, Layer, Module, ModuleCall, Op, OpGraph, Ops, Param
 
@@ -59,6 +59,7 @@ _UNNAMED_BUILTINS = {"NoneType": type(None), "ellipsis": type(Ellipsis)}
 
 def dumps(trace: "Trace") -> bytes:
     """The file's bytes for ``trace``."""
+    _torch_only(trace, "tl.save (and pickling a trace)")
     records, tensors = _Writer().trace(trace)
     stored, layout = _storable(tensors)
     text = json.dumps(records, separators=(",", ":"), allow_nan=False)
@@ -95,8 +96,19 @@ def decode(data: bytes, name: str, trace_type: "type[Trace]") -> "Trace":
         raise TraceFileError(f"{name} is corrupted or truncated and was not loaded: {error}") from None
 
 
+def _torch_only(trace: "Trace", what: str) -> None:
+    """The file format (and equality through it) holds torch tensors only."""
+    if trace.options.backend != "torch":
+        raise TorchLensValueError(
+            f"{what} works on torch traces; this trace was captured by the {trace.options.backend} backend "
+            "(a JAX trace), whose arrays the file format cannot hold"
+        )
+
+
 def same(a: "Trace", b: "Trace") -> bool:
     """Trace equality: equal records, and tensors of equal dtype, shape and values."""
+    _torch_only(a, "comparing traces (==)")
+    _torch_only(b, "comparing traces (==)")
     records_a, tensors_a = _Writer().trace(a)
     records_b, tensors_b = _Writer().trace(b)
     return records_a == records_b and tensors_a.keys() == tensors_b.keys() and all(

@@ -20,7 +20,6 @@ from typing import Union
 from torchlens.analysis.arguments import check_instance
 
 from .codec import decode, dumps, same
-from .errors import TorchLensValueError
 from .trace import Trace
 
 __all__ = ["save", "load", "dumps", "loads", "same"]
@@ -35,11 +34,6 @@ def save(trace: Trace, path: PathLike) -> None:
     True
     """
     check_instance("tl.save(trace, path)", trace, Trace, "a Trace", "save what tl.trace returned")
-    if trace.options.backend != "torch":
-        raise TorchLensValueError(
-            f"tl.save writes torch traces; this trace was captured by the {trace.options.backend} backend "
-            "(a JAX trace), and the file format holds torch tensors only"
-        )
     data = dumps(trace)
     target = Path(path)
     handle, temporary = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")

@@ -2,7 +2,8 @@
 
 A Flax module call is an ordinary Python call of ``type(module).__call__``. For the length of
 one capture, the ``__call__`` of every module class in the model is replaced by a wrapper that
-numbers the call and traces it under ``jax.named_scope`` with a marker naming the call, so every
+numbers the call (on the capturing thread; other threads' calls pass through) and traces it
+under ``jax.named_scope`` with a marker naming the call, so every
 equation bound inside carries its innermost module call in ``source_info.name_stack``. The
 wrapper's code also ends call-site chains (the frames inside a module call start at its
 ``__call__``). The classes are restored when the capture ends, also when it raises.
@@ -11,6 +12,7 @@ wrapper's code also ends call-site chains (the frames inside a module call start
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
@@ -142,10 +144,14 @@ class CallPatches:
         self.owners = list(owners.values())
 
     def __enter__(self) -> "CallPatches":
-        for owner in self.owners:
-            original = vars(owner)["__call__"]
-            self.saved.append((owner, original))
-            setattr(owner, "__call__", _wrapper(self.scopes, original))
+        try:
+            for owner in self.owners:
+                original = vars(owner)["__call__"]
+                self.saved.append((owner, original))  # first: an interrupt after it restores the original
+                setattr(owner, "__call__", _wrapper(self.scopes, original))
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -155,10 +161,14 @@ class CallPatches:
 
 
 def _wrapper(scopes: Scopes, original: Callable) -> Callable:
+    thread = threading.get_ident()
+
     def module_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         index = scopes.index.get(id(self))
-        if index is None or (scopes.stack and scopes.calls[scopes.stack[-1]][0] == index):
-            return original(self, *args, **kwargs)  # not the model's, or a super() call of one call
+        if (index is None or threading.get_ident() != thread
+                or (scopes.stack and scopes.calls[scopes.stack[-1]][0] == index)):
+            # not the model's, another thread's, or a super() call inside one call
+            return original(self, *args, **kwargs)
         return scopes.run(index, original, (self, *args), kwargs)
 
     return module_call

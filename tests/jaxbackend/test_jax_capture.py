@@ -4,6 +4,8 @@ path-only containers; drawing. Skipped where jax or flax is not installed."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 jax = pytest.importorskip("jax")
@@ -213,7 +215,9 @@ def test_draw_and_table():
 
 def test_torch_only_features_are_refused():
     trace = tl.trace(M.loop, X)
-    for call in (trace.validate_forward_pass, lambda: trace.do({}), lambda: trace.run(X), lambda: tl.save(trace, "x")):
+    other = tl.trace(M.loop, X)
+    for call in (trace.validate_forward_pass, lambda: trace.do({}), lambda: trace.run(X), lambda: tl.save(trace, "x"),
+                 lambda: pickle.dumps(trace), lambda: trace == other):
         with pytest.raises(TorchLensValueError, match="JAX"):
             call()
     with pytest.raises(TorchLensValueError, match="tl.predict"):
