@@ -143,8 +143,9 @@ class Trace:
 
         ``view="rolled"`` draws one node per layer, ``"unrolled"`` one per op; ``depth=k`` draws
         modules deeper than ``k`` as one node each, and ``collapse`` (a predicate over modules, or
-        addresses / type names) chooses such modules directly; identical collapsed blocks in a row
-        fold into one ``xN`` node unless ``fold_repeats=False``. ``show_buffers``,
+        addresses / type names) chooses such modules directly. Unless ``fold_repeats=False``, identical
+        sibling blocks in a row (a ``ModuleList`` of blocks) are drawn once, as one ``xN`` node when
+        collapsed or as one fully drawn box ``h.0 .. 11 (Block) x12`` otherwise. ``show_buffers``,
         ``show_containers`` and ``container_max_inline`` default to the capture options.
         ``path`` writes SVG, PNG, PDF or DOT by its suffix.
         """

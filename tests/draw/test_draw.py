@@ -44,13 +44,13 @@ def render_svg(source: str) -> str:
 def test_every_case_model_draws_every_layer_and_link(case):
     model, inputs = build(case)
     trace = tl.trace(model, *inputs)
-    rolled = trace.draw(show_buffers="always").source
+    rolled = trace.draw(show_buffers="always", fold_repeats=False).source
     assert nodes(rolled) == {layer.layer_label for layer in trace.layers}
     rolled_edges = edges(rolled)
     for op in trace.ops:
         for parent in op.parents:
             assert (trace.ops[parent].layer_label, op.layer_label) in rolled_edges
-    unrolled = trace.draw(view="unrolled", show_buffers="always").source
+    unrolled = trace.draw(view="unrolled", show_buffers="always", fold_repeats=False).source
     assert nodes(unrolled) == {op.label for op in trace.ops}
     assert edges(unrolled) == {(parent, op.label) for op in trace.ops for parent in op.parents}
     for source in (rolled, unrolled):
@@ -131,6 +131,87 @@ def test_identical_blocks_in_a_row_fold_into_one_node():
     assert nodes(source) == {"input_1", "blocks.0", "output_1"}
     assert "blocks.0 .. 2 x3" in source
     assert edges(source) == {("input_1", "blocks.0"), ("blocks.0", "output_1")}
+
+
+def cluster_label(source: str, name: str) -> str:
+    found = re.search(r'subgraph "cluster_' + re.escape(name) + r'" \{\n\t*label="([^"]*)"', source)
+    assert found, f"no cluster {name}"
+    return found.group(1)
+
+
+def test_identical_blocks_in_a_row_are_drawn_once_expanded():
+    trace = tl.trace(C.ResidualBlockList(), torch.randn(2, 4))
+    source = trace.draw().source
+    assert nodes(source) == {"input_1", "linear_1", "add_1", "linear_2", "add_2", "output_1"}
+    assert cluster_label(source, "blocks.0") == "blocks.0 .. 2 (ResidualBlock) x3"
+    assert "cluster_blocks.1" not in source and "cluster_blocks.2" not in source
+    assert {("input_1", "linear_1"), ("add_2", "output_1"), ("linear_1", "add_1")} <= edges(source)
+    assert ("add_2", "linear_1") not in edges(source)  # one block feeding the next is the x3
+    assert "<svg" in render_svg(source)
+    unrolled = trace.draw(view="unrolled").source
+    assert cluster_label(unrolled, "blocks.0:1") == "blocks.0:1 .. 2:1 (ResidualBlock) x3"
+    assert nodes(unrolled) == {"input_1:1", "linear_1:1", "add_1:1", "linear_2:1", "add_2:1", "output_1:1"}
+    assert "<svg" in render_svg(unrolled)
+    every = trace.draw(fold_repeats=False).source
+    assert nodes(every) == {layer.layer_label for layer in trace.layers}
+
+
+class Widen(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.f(x))
+
+
+class BrokenRun(nn.Module):
+    """Two identical blocks, a different one, then two more identical blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([C.ResidualBlock(), C.ResidualBlock(), Widen(), C.ResidualBlock(),
+                                     C.ResidualBlock()])
+
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+
+
+class SideBySide(nn.Module):
+    """Two identical blocks that do not feed each other."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([C.ResidualBlock(), C.ResidualBlock()])
+
+    def forward(self, x):
+        return self.blocks[0](x) * self.blocks[1](x)
+
+
+@pytest.mark.parametrize("first, last, end", [("h.0", "h.11", "11"), ("enc.layer_0", "enc.layer_11", "11"),
+                                              ("block9", "block12", "12"), ("b.0:1", "b.2:1", "2:1")])
+def test_a_folded_run_is_labelled_by_where_its_last_name_differs(first, last, end):
+    from torchlens.draw.trace_view import range_end
+
+    assert range_end(first, last) == end
+
+
+def test_a_run_of_identical_blocks_breaks_at_a_different_block():
+    source = tl.trace(BrokenRun(), torch.randn(2, 4)).draw().source
+    assert cluster_label(source, "blocks.0") == "blocks.0 .. 1 (ResidualBlock) x2"
+    assert cluster_label(source, "blocks.2") == "blocks.2 (Widen)"
+    assert cluster_label(source, "blocks.3") == "blocks.3 .. 4 (ResidualBlock) x2"
+    assert "cluster_blocks.1" not in source and "cluster_blocks.4\"" not in source
+    assert {("add_2", "linear_5"), ("relu_1", "linear_6"), ("add_6", "output_1")} <= edges(source)
+    assert "<svg" in render_svg(source)
+
+
+def test_identical_blocks_that_do_not_feed_each_other_are_not_folded():
+    source = tl.trace(SideBySide(), torch.randn(2, 4)).draw().source
+    assert cluster_label(source, "blocks.0") == "blocks.0 (ResidualBlock)"
+    assert cluster_label(source, "blocks.1") == "blocks.1 (ResidualBlock)"
 
 
 def test_collapse_takes_a_predicate_addresses_or_type_names():

@@ -19,6 +19,8 @@ from torchlens.analysis.explain import explain_layer
 
 from ..records import Layer, Op
 from .modules import ROOT, ModuleTree, call_parents, human, param_count
+from .repeats import Unit, below, find_runs
+
 if TYPE_CHECKING:
     from ..trace import Trace
 
@@ -125,6 +127,17 @@ class _Edges:
     def add(self, tail: str, head: str, tail_pass: int, head_pass: int) -> None:
         self.tails.setdefault((tail, head), []).append(tail_pass)
         self.heads.setdefault((tail, head), []).append(head_pass)
+
+    def rename(self, names: dict[str, str], drop: Callable[[str, str], bool]) -> None:
+        """Renamed ends (merging the edges that meet), leaving out the edges ``drop`` names."""
+        merged = _Edges()
+        for key, tail_passes in self.tails.items():
+            if drop(*key):
+                continue
+            tail, head = names.get(key[0], key[0]), names.get(key[1], key[1])
+            for t, h in zip(tail_passes, self.heads[key]):
+                merged.add(tail, head, t, h)
+        self.tails, self.heads = merged.tails, merged.heads
 
 
 class TraceDrawing:
@@ -293,6 +306,7 @@ class TraceDrawing:
                     continue
                 edges.add(tail, head, tail_pass, head_pass)
         if self.settings.fold_repeats:
+            self.fold_blocks(edges)
             self.fold_repeats(edges)
         skips = self.skips(edges)
         for (tail, head), tail_passes in edges.tails.items():
@@ -318,7 +332,9 @@ class TraceDrawing:
                  (SKIP_EDGE["color"] in colors, "grey edge: skips ahead (a residual)"),
                  (bool(self.module_nodes), "3D box: a module drawn as one node"),
                  (any("peripheries" in node.attrs for node in self.scene.nodes.values()),
-                  "double border: identical ones in a row, drawn once")]
+                  "double border: identical ones in a row, drawn once"),
+                 (any("penwidth" in box.attrs for box in self.scene.clusters.values()),
+                  "thick box: identical blocks in a row, drawn once")]
         return [text for shown, text in marks if shown]
 
     def layout_ties(self, edges: _Edges) -> list[tuple[str, str]]:
@@ -433,6 +449,26 @@ class TraceDrawing:
 
     # -- repeated blocks -------------------------------------------------------------------------
 
+    def fold_blocks(self, edges: _Edges) -> None:
+        """Runs of identical sibling module boxes drawn once, expanded (see :mod:`.repeats`)."""
+        rolled = self.settings.view == "rolled"
+        units: list[tuple[str, Unit]] = ([(layer.layer_label, layer) for layer in self.trace.layers] if rolled
+                                         else [(op.label, op) for op in self.trace.ops])
+        boxes = {name: _module_of(name) if ":" in name else name for name in self.scene.clusters}
+        for run in find_runs(self.scene, units, self.node_of, set(edges.tails), boxes):
+            edges.rename(run.rename, run.across)
+            for node in run.rename:
+                del self.scene.nodes[node]
+            for box in below(self.scene, run.boxes[1:]):
+                del self.scene.clusters[box]
+            self.node_of.update({k: run.rename[v] for k, v in self.node_of.items() if v in run.rename})
+            first = self.scene.clusters[run.boxes[0]]
+            module = self.tree.modules[boxes[first.name]]
+            last = range_end(first.name, run.boxes[-1])
+            first.label = f"{_relative(first.name, first.parent)} .. {last} ({module.type_name}) x{len(run.boxes)}"
+            first.attrs.update(penwidth="2.5", tooltip=f"{first.name} .. {run.boxes[-1]} ({module.type_name}): "
+                               f"{len(run.boxes)} identical blocks in a row, drawn once")
+
     def fold_repeats(self, edges: _Edges) -> None:
         """Chains of identical collapsed sibling modules (a ``ModuleList`` of blocks) become one node.
 
@@ -466,15 +502,8 @@ class TraceDrawing:
         if not rename:
             return
         self.node_of.update({k: rename.get(v, v) for k, v in self.node_of.items() if v in rename})
-        merged = _Edges()
-        for key, tail_passes in edges.tails.items():
-            tail, head = rename.get(key[0], key[0]), rename.get(key[1], key[1])
-            if tail == head and key[0] != key[1]:
-                continue  # one folded block feeding the next
-            for t, h in zip(tail_passes, edges.heads[key]):
-                merged.add(tail, head, t, h)
-        edges.tails, edges.heads = merged.tails, merged.heads
-
+        # one folded block feeding the next is the run itself
+        edges.rename(rename, lambda tail, head: tail != head and rename.get(tail, tail) == rename.get(head, head))
 
     def _fold_outputs(self, edges: _Edges, rename: dict[str, str]) -> None:
         """Three or more same-shaped model outputs fed by one node (a folded block's caches) become one node."""
@@ -503,6 +532,18 @@ def _relative(name: str, parent: Optional[str]) -> str:
         return name
     prefix = parent.rpartition(":")[0] if ":" in name else parent
     return name[len(prefix) + 1:] if name.startswith(prefix + ".") else name
+
+
+def range_end(first: str, last: str) -> str:
+    """How ``first .. last`` ends: ``11`` after ``h.0``, ``11`` after ``encoder_layer_0``, ``2:1`` after
+    ``blocks.0:1`` (the last name less what it shares with the first, cut back to a whole number)."""
+    first, last = first.rpartition(".")[2], last.rpartition(".")[2]
+    shared = 0
+    while shared < min(len(first), len(last)) and first[shared] == last[shared]:
+        shared += 1
+    while shared and last[shared - 1].isdigit():
+        shared -= 1
+    return last[shared:]
 
 
 def _module_of(call: str) -> str:
