@@ -164,6 +164,15 @@ class Prediction:
                 "gaps": [{"scope": g.scope, "why": g.why} for g in dict.fromkeys(self.gaps)],
                 "notes": list(self.notes)}
 
+    def gap_lines(self) -> list[str]:
+        """One line per distinct ``scope: why`` of the gaps, with ``(xN)`` when N gaps (at
+        different call sites) give it."""
+        counts: dict[str, int] = {}
+        for gap in self.gaps:
+            line = f"{gap.scope}: {gap.why}"
+            counts[line] = counts.get(line, 0) + 1
+        return [line if n == 1 else f"{line} (x{n})" for line, n in counts.items()]
+
     def __repr__(self) -> str:
         return f"<Prediction of {self.target}: {len(self.layers)} layers, {len(self.gaps)} gaps>"
 
@@ -175,7 +184,7 @@ class Prediction:
         if notes:
             lines += ["", "passes not static:", *(f"  {n}" for n in notes)]
         if self.gaps:
-            lines += ["", "not followed:", *(f"  {g.scope}: {g.why}" for g in dict.fromkeys(self.gaps))]
+            lines += ["", "not followed:", *(f"  {line}" for line in self.gap_lines())]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 

@@ -124,7 +124,7 @@ def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[
             if tail != head and (tail, head) not in edges:
                 edges.add((tail, head))
                 scene.edge(tail, head)
-    gaps = list(dict.fromkeys(f"{g.scope}: {g.why}" for g in pred.gaps))
+    gaps = pred.gap_lines()
     if gaps:
         shown = gaps[:8] + ([f"... {len(gaps) - 8} more"] if len(gaps) > 8 else [])
         scene.node("not followed", "not followed:\n" + "\n".join(shown), None, shape="note",

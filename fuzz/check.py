@@ -2,8 +2,9 @@
 
 1. capture == oracle: compute layers (label, func, passes, scope, params), ops in order,
    module calls; buffer version layers once the capture has them (issue 5);
-2. static prediction == oracle, wherever the oracle says the pass count is static (when
-   ``torchlens.predict`` exists);
+2. static prediction == oracle, wherever the oracle says the pass count is static; and on
+   every layer, the prediction checked against the capture (symbolic counts bound to the
+   runtime passes, labels given what ran) is ok unless it reports a gap or a note;
 3. traced output == untraced output, exactly;
 4. ``Trace.check()`` holds;
 5. two traces give the same labels.
@@ -64,7 +65,7 @@ def check_model(model: GeneratedModel) -> list[Disagreement]:
     except Exception as error:
         return [Disagreement("capture", f"tl.trace raised {type(error).__name__}: {error}")]
     found = _compare_capture(first, model.expected)
-    found += _compare_prediction(model)
+    found += _compare_prediction(model, first)
     found += _compare_output(first, untraced)
     try:
         first.check()
@@ -99,7 +100,9 @@ def _compare_capture(trace: Any, expected: Expected) -> list[Disagreement]:
     return found
 
 
-def _compare_prediction(model: GeneratedModel) -> list[Disagreement]:
+def _compare_prediction(model: GeneratedModel, trace: Any) -> list[Disagreement]:
+    """Static layers against the oracle exactly; every layer against the capture (symbolic
+    counts bound to the runtime passes): a prediction with no gap and no note must check ok."""
     if not model.expected.predictable:
         return []
     try:
@@ -118,7 +121,11 @@ def _compare_prediction(model: GeneratedModel) -> list[Disagreement]:
         got = None if guess is None else (guess.func_name, guess.num_passes)
         if got != (layer.func, layer.passes):
             wrong.append(f"  {layer.label}: oracle {(layer.func, layer.passes)}, prediction {got}")
-    return [Disagreement("prediction", "static layers:\n" + "\n".join(wrong))] if wrong else []
+    found = [Disagreement("prediction", "static layers:\n" + "\n".join(wrong))] if wrong else []
+    report = trace.check_prediction(prediction)
+    if not report.ok and not prediction.gaps and not prediction.notes:
+        found.append(Disagreement("prediction", f"no gap and no note, yet the capture disagrees:\n{report}"))
+    return found
 
 
 def _compare_output(trace: Any, untraced: Any) -> list[Disagreement]:

@@ -138,3 +138,15 @@ def test_source_edited_after_import_is_a_gap(tmp_path, monkeypatch):
     linecache.checkcache(str(path))
     pred = tl.predict(module.Net(), torch.randn(2))
     assert len(pred) == 0 and any("changed after it was imported" in g.why for g in pred.gaps)
+
+
+class LostTwice(nn.Module):
+    def forward(self, x):
+        return H._opaque(x) + H._opaque(x)
+
+
+def test_gaps_with_the_same_reason_print_once_with_a_count():
+    pred = tl.predict(LostTwice(), torch.randn(2))
+    twice = "self: Opaque cannot be read (no Python source) (x2)"
+    assert len(pred.gap_lines()) == len(pred.gaps) - 1 and twice in pred.gap_lines()
+    assert f"  {twice}" in str(pred).splitlines()
