@@ -108,10 +108,20 @@ def test_buffers_meaningful_hides_batchnorm_statistics_only():
     trace = tl.trace(BatchNormNet().train(), torch.randn(4, 3))
     hidden = trace.draw().source
     shown = trace.draw(show_buffers="always").source
-    assert 'label="bn.running_mean' not in hidden and 'label="bn.num_batches_tracked' not in hidden
-    assert 'label="bn.running_mean v2' in shown and 'label="bn.num_batches_tracked v2' in shown
+    assert 'label="running_mean' not in hidden and 'label="num_batches_tracked' not in hidden
+    assert 'label="running_mean v2' in shown and 'label="num_batches_tracked v2' in shown
     cell = tl.trace(C.BufferLoop(), torch.randn(2, 4)).draw().source
     assert 'shape="cylinder"' in cell
+
+
+def test_buffer_nodes_are_named_inside_their_box_with_the_address_in_the_tooltip():
+    trace = tl.trace(BatchNormNet().train(), torch.randn(4, 3))
+    rolled = trace.draw(show_buffers="always").source
+    assert re.search(r'"buffer_5" \[label="running_mean v2\\n3" [^\n]*tooltip="[^"]*buffer bn.running_mean:', rolled)
+    assert 'label="bn.' not in rolled
+    unrolled = trace.draw(view="unrolled", show_buffers="always").source
+    assert 'label="running_mean:2\\n3"' in unrolled and 'label="bn.' not in unrolled
+    assert 'label="total v' in tl.trace(C.BufferLoop(), torch.randn(2, 4)).draw().source  # the model's own
 
 
 def test_depth_draws_deeper_modules_as_one_node_each():

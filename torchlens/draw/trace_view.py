@@ -75,12 +75,18 @@ def layer_shown(trace: "Trace", layer: Layer, settings: Settings) -> bool:
     return not is_bookkeeping(trace, layer.ops[0].buffer.address)  # type: ignore[union-attr]
 
 
+def inside(module: str, address: str) -> str:
+    """A parameter's or buffer's address as named inside the box of ``module`` (``running_mean`` in
+    ``bn``); the model's own and other modules' keep their full address."""
+    prefix = "" if module == ROOT else module + "."
+    return address[len(prefix):] if prefix and address.startswith(prefix) else address
+
+
 def params_text(layer_module: str, params: tuple[str, ...], trace: "Trace") -> str:
     """Parameter names relative to the layer's module, with their element count."""
     if not params:
         return ""
-    prefix = "" if layer_module == ROOT else layer_module + "."
-    names = [p[len(prefix):] if prefix and p.startswith(prefix) else p for p in params]
+    names = [inside(layer_module, p) for p in params]
     shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
     count = sum(_numel(trace.params[p].shape) for p in params if p in trace.params)
     return f"{shown} ({human(count)})"
@@ -113,8 +119,9 @@ def node_style(layer: Layer) -> dict[str, str]:
 
 
 def buffer_title(layer: Layer) -> str:
+    """``running_mean v1-2``: the buffer named inside its box (the tooltip has its address), its versions."""
     versions = pass_ranges([op.buffer.version for op in layer.ops])  # type: ignore[union-attr]
-    return f"{layer.ops[0].buffer.address} v{versions}"  # type: ignore[union-attr]
+    return f"{inside(layer.module, layer.ops[0].buffer.address)} v{versions}"  # type: ignore[union-attr]
 
 
 @dataclass(slots=True)
@@ -418,7 +425,7 @@ class TraceDrawing:
     def op_label(self, op: Op) -> str:
         layer = op.layer
         if layer.is_buffer:
-            title = f"{op.buffer.address}:{op.buffer.version}"  # type: ignore[union-attr]
+            title = f"{inside(layer.module, op.buffer.address)}:{op.buffer.version}"  # type: ignore[union-attr]
         else:
             title = op.label if layer.num_passes > 1 else layer.layer_label
         lines = [title, shape_text(op.shape)]
