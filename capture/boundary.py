@@ -87,8 +87,11 @@ def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
 
 def call_outputs(capture: Any, out: Any) -> list[int]:
     """Op indices of every tensor leaf of a module call's return value."""
-    leaves = [out] if isinstance(out, torch.Tensor) else flatten(out).leaves
-    return list(dict.fromkeys(i for i in (capture.producer.get(id(t)) for t in leaves) if i is not None))
+    producer = capture.producer
+    if isinstance(out, torch.Tensor):
+        index = producer.get(id(out))
+        return [] if index is None else [index]
+    return list(dict.fromkeys(i for i in (producer.get(id(t)) for t in flatten(out).leaves) if i is not None))
 
 
 def _add(capture: Any, role: str, root_id: str, spec: Any, leaves: list) -> None:

@@ -180,20 +180,25 @@ def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) ->
     The order is the capture's (``Capture._inputs_of``): positional, then keyword values, one
     level into plain lists and tuples. A :data:`PRODUCED` marker counts as a tensor argument.
     """
-    counter = iter(range(1 << 30))
-
-    def is_tensor(value: Any) -> bool:
-        return isinstance(value, torch.Tensor) or value is PRODUCED
+    k = 0
 
     def one(value: Any) -> Any:
-        if is_tensor(value):
-            return replace(next(counter), value)
+        nonlocal k
+        if isinstance(value, torch.Tensor) or value is PRODUCED:
+            k += 1
+            return replace(k - 1, value)
         if type(value) is list or type(value) is tuple:
-            return type(value)(replace(next(counter), v) if is_tensor(v) else v for v in value)
+            items = []
+            for item in value:
+                if isinstance(item, torch.Tensor) or item is PRODUCED:
+                    item = replace(k, item)
+                    k += 1
+                items.append(item)
+            return type(value)(items)
         return value
 
-    new_args = tuple(one(a) for a in args)
-    return new_args, {k: one(v) for k, v in kwargs.items()}
+    new_args = tuple([one(a) for a in args])
+    return new_args, {key: one(v) for key, v in kwargs.items()} if kwargs else {}
 
 
 def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor]) -> RecordedCall:

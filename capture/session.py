@@ -736,6 +736,8 @@ def _pop_own_mode(mode: Capture, bound: int = 8) -> Iterator[Step]:
 def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
     """Addresses of a module's own parameters, children or buffers: each object once, no ``None``
     (what ``named_parameters(recurse=False)`` and its kin give)."""
+    if not members:
+        return ()
     seen: set[int] = set()
     names = []
     for name, value in members.items():

@@ -20,7 +20,6 @@ execution, ``{layer}:{k}`` for the k-th pass, ``{address}:{k}`` for a module cal
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Hashable
 
 from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_label
@@ -61,7 +60,7 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
     index: dict[str, Layer] = {}
     ops = [
         Op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
-           tuple(dict.fromkeys(op_labels[p] for p in op.parents)), tuple(dict.fromkeys(children[i])),
+           _distinct([op_labels[p] for p in op.parents]), _distinct(children[i]),
            op.params, call_labels[op.call] if op.call >= 0 else None,
            OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
            op.replay, container_spec=op.container, _meta=op.meta,
@@ -82,14 +81,20 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
     return layers, ops, _modules(raw, addresses, call_labels, op_labels), _buffers(raw, ops, addresses)
 
 
+def _distinct(labels: list[str]) -> tuple[str, ...]:
+    """``labels`` without repeats, in order."""
+    return tuple(labels) if len(labels) < 2 else tuple(dict.fromkeys(labels))
+
+
 def _ordinals(raw: RawCapture) -> list[int]:
     """Each op's ordinal among same-name, same-slot ops of its module call (from 0)."""
-    seen: Counter = Counter()
+    seen: dict[tuple[int, str, int], int] = {}
     out = []
     for op in raw.ops:
         key = (op.call, op.name, op.slot)
-        out.append(seen[key])
-        seen[key] += 1
+        n = seen.get(key, 0)
+        out.append(n)
+        seen[key] = n + 1
     return out
 
 
