@@ -6,7 +6,8 @@ building the capture's tables, claiming the slot, installing and removing the in
 (patches, torch function mode, worker guard) and the boundary ops. Printed side by side in
 one run, best of ``--repeat`` each: the hollow capture alone (``capture_forward``), the same
 through ``tl.trace`` (adds grouping and records), and the full MLP trace against its raw
-forward pass for scale.
+forward pass for scale. Times are the CPU time of the running thread (``time.thread_time``),
+so other processes on a shared machine do not count.
 
     python benchmarks/fixed_cost.py [--repeat 300]
 """
@@ -36,9 +37,9 @@ def best_ms(fn, repeat: int) -> float:
     fn()  # warm-up
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.thread_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.thread_time() - start)
     return min(times) * 1e3
 
 
