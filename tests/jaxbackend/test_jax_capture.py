@@ -232,6 +232,13 @@ def test_save_none_keeps_no_array():
     assert trace["tanh_1:2"].shape == (3, 4)
 
 
+def test_another_threads_module_calls_are_not_the_traces():
+    model = M.CallsFromAThread(nnx.Rngs(0))
+    trace = tl.trace(model, X)
+    assert trace.modules["block"].num_calls == 1 and len(model.seen) == 1
+    assert layers(trace, "tanh") == [("tanh_1", 1)]
+
+
 def test_the_model_is_left_as_it_was():
     before = {cls: cls.__dict__["__call__"] for cls in (M.Block, M.BlockInLoop, nnx.Linear)}
     model = M.BlockInLoop(nnx.Rngs(0))

@@ -249,3 +249,21 @@ def checkpoint_in_loop(x):
     for _ in range(3):
         x = jax.checkpoint(lambda t: jnp.cos(t) * 2.0)(x)
     return x
+
+
+class CallsFromAThread(nnx.Module):
+    """Its forward has another thread call its own block eagerly (that call is not the trace's)."""
+
+    def __init__(self, rngs: nnx.Rngs) -> None:
+        self.block = Block(4, rngs)
+        self.seen: list = []
+
+    def __call__(self, x):
+        import threading
+
+        import numpy as np
+
+        worker = threading.Thread(target=lambda: self.seen.append(self.block(jnp.asarray(np.ones((1, 4), np.float32)))))
+        worker.start()
+        worker.join()
+        return self.block(x)
