@@ -114,7 +114,8 @@ def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[
         parts = box.split(".")
         parent = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1) if ".".join(parts[:k]) in fold.scopes),
                       ROOT)
-        scene.node(f"[{box}]", f"{parts[-1]}\n{count} layer{'s' if count != 1 else ''} inside",
+        name = box if parent == ROOT else box[len(parent) + 1:]  # named inside its drawn parent box
+        scene.node(f"[{box}]", f"{name}\n{count} layer{'s' if count != 1 else ''} inside",
                    module_box(scene, parent, fold.scopes), shape="box3d", tooltip=box)
     edges: set[tuple[str, str]] = set()
     for layer in pred.layers:
