@@ -518,9 +518,12 @@ class Capture(LeavesStack, TorchFunctionMode):
         """Record an input or output tensor as a single-pass layer of its own."""
         params: list[str] = []
         source = self._source(tensor, params) if kind is OUTPUT else -1
-        # An output read after an aliased write (Aliased) gets no parent: no op's output is
-        # exactly its value, and an output has no snapshot to replay from.
-        parents = [source] if isinstance(source, int) and source >= 0 else []
+        # An output read after a write through another alias (a view) has two parents: the op
+        # whose output it is and the op that wrote it last (``Reexecution.written_through_view``).
+        if isinstance(source, Aliased):
+            parents = [cast(int, self.producer_of(tensor)), source.writer]
+        else:
+            parents = [source] if source >= 0 else []
         self.add_op(RawOp(kind, kind.value, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
                           parents, tuple(params)))
 

@@ -146,3 +146,26 @@ def test_bad_edits_are_refused_with_what_to_do():
     bare = tl.trace(Net(), torch.randn(2, 4), capture=tl.options.CaptureOptions(save_outputs=False))
     with pytest.raises(InterventionError, match="save_outputs"):
         bare.do({"relu_1": torch.zeros(2, 4)})
+
+
+class ViewWrittenOutput(nn.Module):
+    """Returns a tensor after writing it through a view: no replayed value is exactly it."""
+
+    def forward(self, x):
+        y = x * 2
+        y.view(-1).add_(1)
+        return y
+
+
+def test_an_output_written_through_a_view_has_both_parents_and_is_a_gap():
+    x = torch.randn(2, 3)
+    trace = tl.trace(ViewWrittenOutput(), x)
+    assert torch.equal(trace["output_1"].out, x * 2 + 1)
+    assert trace.ops["output_1:1"].parents == ("mul_1:1", "add__1:1")
+    report = trace.validate_forward_pass()
+    assert report.ok and report.transition_only == ("output_1:1",), str(report)
+    with pytest.raises(BufferThreadGapError, match=r"output_1:1 \(written through a view by add__1:1\)"):
+        trace.do({"input_1": torch.zeros(2, 3)}, strict=True)
+    with pytest.warns(BufferThreadGapWarning):
+        edited = trace.do({"input_1": torch.zeros(2, 3)})
+    assert torch.equal(edited["output_1"].out, x * 2 + 1)  # kept, as the warning says

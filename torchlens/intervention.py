@@ -59,8 +59,8 @@ def intervene(trace: "Trace", edits: Mapping[str, Any], strict: bool = False) ->
         gaps = _Cone(trace, values, set(edited)).run()
     if gaps:
         message = (
-            f"trace.do: the edit reached {len(gaps)} buffer write(s) whose new state cannot be certified "
-            f"({'; '.join(gaps)}); those versions keep their captured values and the edit does not "
+            f"trace.do: the edit reached {len(gaps)} write(s) whose new state cannot be certified "
+            f"({'; '.join(gaps)}); those keep their captured values and the edit does not "
             "propagate through them"
         )
         if strict:
@@ -122,6 +122,9 @@ class _Cone:
         """The recomputed value of a reached op; ``None`` keeps the captured one."""
         parent = self.engine.parent(op)
         if op.layer.is_output:
+            if self.engine.written_through_view(op):
+                self.gaps.append(f"{op.label} (written through a view by {op.parents[1]})")
+                return None
             return self.values[parent]
         if op.buffer is None:
             return self.engine.call(op)

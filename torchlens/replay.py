@@ -39,6 +39,14 @@ class Reexecution:
         self.modes = trace._state.modes if trace._state is not None else ()
         self.applied = 0
 
+    @staticmethod
+    def written_through_view(op: "Op") -> bool:
+        """Whether ``op`` is a model output whose storage an op wrote through another alias
+        (``y.view(-1).add_(1); return y``): its parents are the op whose output it is and that
+        writer (``Capture.add_boundary``), and no replayed value is exactly it, since replays
+        write into copies."""
+        return op.layer.is_output and len(op.parents) == 2
+
     def parent(self, op: "Op") -> int:
         """Index of the op's first parent (an output's producer, a version's writer), or -1."""
         return self.position[op.parents[0]] if op.parents else -1

@@ -6,9 +6,10 @@ from, and each result is compared with what the capture saved. Buffer versions a
 as state transitions (spec: buffers.txt): a full-buffer write must equal its writer's
 replayed output; a fused write (BatchNorm running statistics) is re-run on a copy of the
 previous version; a write through a slice is marked state-transition-only, since its op
-output is only the slice. Replay never writes into saved values: in-place and fused ops
-run on copies. torch's random state is set to the one the capture started with, and put
-back afterwards, so dropout replays the same mask.
+output is only the slice, and so is a model output written through a view of it. Replay
+never writes into saved values: in-place and fused ops run on copies. torch's random state
+is set to the one the capture started with, and put back afterwards, so dropout replays the
+same mask.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class ValidationReport:
     checked: int
     #: ``(op label, what differed)`` for each op whose replay differed.
     mismatches: tuple[tuple[str, str], ...]
-    #: Buffer versions written through a slice: checked as state transitions only.
+    #: Buffer versions written through a slice, and outputs written through a view: checked
+    #: as state transitions only (the write and what it wrote into were compared).
     transition_only: tuple[str, ...]
 
     def __str__(self) -> str:
@@ -84,6 +86,9 @@ class _Replay:
         if op.layer.is_input:
             return op.out
         if op.layer.is_output:
+            if self.engine.written_through_view(op):  # both its parents were compared
+                self.transition_only.append(op.label)
+                return op.out
             return self._compare(op, self.values[parent])
         if op.buffer is not None:
             return self._buffer_version(i, op, op.buffer, parent)
