@@ -169,3 +169,21 @@ def test_an_output_written_through_a_view_has_both_parents_and_is_a_gap():
     with pytest.warns(BufferThreadGapWarning):
         edited = trace.do({"input_1": torch.zeros(2, 3)})
     assert torch.equal(edited["output_1"].out, x * 2 + 1)  # kept, as the warning says
+
+
+class ReturnsAnAttribute(nn.Module):
+    """Returns a plain tensor attribute that no op made beside a computed one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.full((3,), 2.0)
+
+    def forward(self, x):
+        return x * self.scale, self.scale
+
+
+def test_an_output_no_op_made_replays_as_saved():
+    trace = tl.trace(ReturnsAnAttribute(), torch.ones(3))
+    assert trace.ops["output_2:1"].parents == ()
+    report = trace.validate_forward_pass()
+    assert report.ok and report.checked == 2, str(report)  # mul_1 and output_1; output_2 is as saved

@@ -86,6 +86,8 @@ class _Replay:
         if op.layer.is_input:
             return op.out
         if op.layer.is_output:
+            if parent < 0:  # a tensor no op made (a module attribute, a constant): as saved
+                return op.out
             if self.engine.written_through_view(op):  # both its parents were compared
                 self.transition_only.append(op.label)
                 return op.out
