@@ -27,7 +27,7 @@ Torch-free.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Hashable, Optional, Sequence
 
 __all__ = ["StructOp", "structural_keys", "fold_loops", "Linked"]
 
@@ -38,8 +38,9 @@ class StructOp:
 
     #: The scope (module instance) it ran in.
     scope: int
-    #: The module call it ran in.
-    call: int
+    #: The module call it ran in; ``None`` for an op the grouper does not key (an input,
+    #: output or buffer version), which only carries dataflow between the others.
+    call: Optional[int]
     #: Operation, non-tensor arguments, output slot and parameters read: equal for two ops
     #: that do the same thing.
     signature: Hashable
@@ -48,10 +49,12 @@ class StructOp:
 
 
 def structural_keys(ops: Sequence[StructOp]) -> list[Hashable]:
-    """The ``grouper_v1`` layer key of every op (see the module's description)."""
+    """The ``grouper_v1`` layer key of every op (see the module's description); ``None`` for
+    an op without a call."""
     by_call: dict[int, list[int]] = {}
     for i, op in enumerate(ops):
-        by_call.setdefault(op.call, []).append(i)
+        if op.call is not None:
+            by_call.setdefault(op.call, []).append(i)
     keys: list[Hashable] = [None] * len(ops)
     for members in by_call.values():
         representative = fold_loops([ops[i].signature for i in members], Linked(ops, members))

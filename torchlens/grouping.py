@@ -113,7 +113,7 @@ def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
     keys = [_key(i, op, ordinals, raw) for i, op in enumerate(raw.ops)]
     if raw.detector is Detector.GROUPER:
         structural = structural_keys([
-            StructOp(op.scope, op.call if op.kind is OP else -2 - i, (op.name, op.args_text, op.slot, op.params),
+            StructOp(op.scope, op.call if op.kind is OP else None, (op.name, op.args_text, op.slot, op.params),
                      tuple(op.parents))
             for i, op in enumerate(raw.ops)
         ])

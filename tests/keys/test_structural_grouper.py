@@ -55,3 +55,12 @@ def test_different_trip_counts_keep_the_ops_after_the_loop_aligned():
     first = chain(["tanh"] * 2 + ["exp"], call=0, scope=1)
     second = chain(["tanh"] * 4 + ["exp"], call=1, scope=1, start=3)
     assert passes(first + second) == [6, 2]
+
+
+def test_ops_without_a_call_are_not_keyed_and_carry_dataflow():
+    # An input (no call) feeds a loop; an output (no call) reads its last pass.
+    ops = [StructOp(0, None, "input", ())] + chain(["tanh", "mul"] * 2, start=1) + [StructOp(0, None, "output", (4,))]
+    ops[1] = StructOp(0, 0, "tanh", (0,))
+    keys = structural_keys(ops)
+    assert keys[0] is None and keys[-1] is None
+    assert keys[1] == keys[3] and keys[2] == keys[4] and keys[1] != keys[2]
