@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 import graphviz
 
@@ -26,6 +26,31 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.25", "ra
 NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "10", "shape": "box", "style": "rounded,filled",
               "fillcolor": "white", "color": "#555555", "margin": "0.08,0.03", "height": "0.3"}
 EDGE_ATTRS = {"fontname": "Helvetica", "fontsize": "9", "color": "#555555", "arrowsize": "0.6"}
+BACK_EDGE_COLOR = "#2b6cb0"
+#: An edge back round a loop (into a node drawn before its tail): blue, and left out of the layout.
+BACK_EDGE = {"constraint": "false", "color": BACK_EDGE_COLOR, "fontcolor": BACK_EDGE_COLOR}
+
+
+def pass_ranges(numbers: Iterable[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``1-3,5``."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def pass_label(tail_passes: Iterable[int], n_tail: int, head_passes: Iterable[int], n_head: int) -> str:
+    """An edge's label: the passes of its tail it carries where not all (``1-2``), else the
+    passes of its head it feeds where not all (``to 1``), else empty."""
+    tails, heads = sorted(set(tail_passes)), sorted(set(head_passes))
+    if tails != list(range(1, n_tail + 1)):
+        return pass_ranges(tails)
+    if heads != list(range(1, n_head + 1)):
+        return "to " + pass_ranges(heads)
+    return ""
 
 
 @dataclass(slots=True)

@@ -10,12 +10,12 @@ source, an unknown callee receiving tensors): runtime ops below it are explained
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from .passes import Count
 from .sites import HookMark, Link
 
-__all__ = ["HookMark", "Event", "Gap", "Link"]
+__all__ = ["HookMark", "Event", "Gap", "Link", "LoopEntry", "real_inputs"]
 
 
 @dataclass(eq=False, slots=True)
@@ -37,6 +37,18 @@ class Event:
     #: ``(producer, output slot)`` of each tensor argument an earlier predicted op produced,
     #: in argument order (the predicted dataflow).
     inputs: tuple[tuple[Event, int], ...] = ()
+    #: ``(producer, output slot)`` of each tensor the previous pass of a loop the prediction does
+    #: not unroll hands to this op (a value the loop body rebinds and the next pass reads).
+    carried: tuple[tuple[Event, int], ...] = ()
+
+
+@dataclass(eq=False, slots=True)
+class LoopEntry:
+    """Stands as the producer of a name's value at the top of a loop pass, so the ops of the
+    pass that read it through that name are found (see ``Interpreter.exec_While``)."""
+
+    #: The value's real producer (``None``: an input or parameter).
+    origin: Optional[tuple[Event, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +60,16 @@ class Gap:
     chain: Optional[tuple[Link, ...]]
     #: Why (``"transformers...wrapper: no source"``, ``"call to an unknown value"``).
     why: str
+
+
+def real_inputs(inputs: tuple[tuple[Event, int], ...]) -> tuple[tuple[Event, int], ...]:
+    """``inputs`` with each :class:`LoopEntry` replaced by the real producer it stands for (none
+    for an input), each once. A marked value kept past its loop pass (in a list) still reads so."""
+    real: list[tuple[Event, int]] = []
+    for producer, k in inputs:
+        origin: Optional[tuple[Any, int]] = (producer, k)
+        while origin is not None and isinstance(origin[0], LoopEntry):
+            origin = origin[0].origin
+        if origin is not None:
+            real.append(origin)
+    return tuple(dict.fromkeys(real))

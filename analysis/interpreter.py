@@ -46,7 +46,7 @@ from types import CodeType
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import SourceUnavailableError
-from .events import Event, Gap, HookMark, Link
+from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER, MAX_UNROLL,
@@ -1504,9 +1504,11 @@ class Interpreter:
         returns_before = len(frame.maybe_returns) if frame is not None else 0
         if items is None:
             count = Count(0, None, source_text(node.iter), f"{source_text(node.iter)} has no static length")
+            start, entry = len(self.events), self.mark_entry(rebound_names(node.body))
             with self.scaled(count):
                 self.assign(node.target, element_of(source))
                 signal = self.exec_block(node.body)
+            self.settle_entry(entry, start, carry=True)
             return signal if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE) else None
         broke = False
         while True:
@@ -1531,11 +1533,14 @@ class Interpreter:
     def exec_While(self, node: ast.While) -> Optional[Signal]:
         saved = self.mult
         first = len(self.events)
+        rebound = rebound_names(node.body)
         for _ in range(MAX_WHILE):
             start = len(self.events)
             exits = self.exits
+            entry = self.mark_entry(rebound)
             known = truth(self.eval(node.test))
             if known is False:
+                self.settle_entry(entry, start, carry=False)
                 return self.exec_block(node.orelse)
             if known is None:
                 note = f"while at line {node.lineno}: its test is not static"
@@ -1544,9 +1549,11 @@ class Interpreter:
                     event.count = event.count * tests
                 with self.scaled(Count(0, None, "N", note)):
                     signal = self.exec_block(node.body)
+                self.settle_entry(entry, start, carry=True)
                 self.mult = saved
                 return signal if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE) else None
             signal = self.exec_block(node.body)
+            self.settle_entry(entry, start, carry=False)
             if signal is not None and signal.kind is Exit.BREAK:
                 return None
             if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE):
@@ -1555,13 +1562,51 @@ class Interpreter:
                 del self.events[first:]
                 self.mult = saved
                 note = f"while at line {node.lineno}: it ends by a break the prediction cannot decide"
+                start, entry = len(self.events), self.mark_entry(rebound)
                 with self.scaled(Count(1, None, "N", note)):
                     self.eval(node.test)
                     self.exec_block(node.body)
+                self.settle_entry(entry, start, carry=True)
                 return None
         self.note(f"while{self.where(node)} ran past {MAX_WHILE:,} passes: the prediction "
                   "stopped unrolling it there, so the passes after are not predicted")
         return None
+
+    def mark_entry(self, names: list[str]) -> dict[str, tuple[Tensor, Tensor]]:
+        """Rebind each local tensor among ``names`` to a copy produced by a :class:`LoopEntry`,
+        so the ops of this pass that read it through the name are known: name -> (copy, value)."""
+        frame = self.frame
+        entry: dict[str, tuple[Tensor, Tensor]] = {}
+        for name in names:
+            value = frame.locals.get(name) if frame is not None else None
+            if frame is not None and isinstance(value, Tensor):
+                mark = Tensor(live=value.live, meta=value.meta, origin=(LoopEntry(value.origin), 0))
+                entry[name] = mark, value
+                frame.locals[name] = mark
+        return entry
+
+    def settle_entry(self, entry: dict[str, tuple[Tensor, Tensor]], start: int, carry: bool) -> None:
+        """Undo :meth:`mark_entry`: ops since ``start`` that read a marked value take its real
+        producer again; with ``carry`` (one pass stands for all), those whose name the pass
+        rebound to a tensor it produced also take that tensor as carried from the previous pass.
+        A name still bound to its copy gets its value back."""
+        frame = self.frame
+        if not entry or frame is None:
+            return
+        ran = {id(event) for event in self.events[start:]}
+        carried: dict[int, tuple[Event, int]] = {}
+        for name, (mark, value) in entry.items():
+            now = frame.locals.get(name)
+            if now is mark:
+                frame.locals[name] = value
+            elif carry and isinstance(now, Tensor) and now.origin is not None and id(now.origin[0]) in ran:
+                carried[id(mark.origin[0])] = now.origin  # type: ignore[index]
+        for event in self.events[start:]:
+            marks = [p for p, _ in event.inputs if isinstance(p, LoopEntry)]
+            if not marks:
+                continue
+            event.inputs = real_inputs(event.inputs)
+            event.carried = tuple(dict.fromkeys([*event.carried, *(carried[id(p)] for p in marks if id(p) in carried)]))
 
     # -- try, with ---------------------------------------------------------------------------
 
@@ -2137,3 +2182,16 @@ class _Held:
 
     def __repr__(self) -> str:
         return f"<held {type(self.value).__name__}>"
+
+
+def rebound_names(body: list[ast.stmt]) -> list[str]:
+    """Names a loop body assigns (outside nested functions and classes), in order, each once."""
+    names: dict[str, None] = {}
+    todo: list[ast.AST] = list(reversed(body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names[node.id] = None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(reversed(list(ast.iter_child_nodes(node))))
+    return list(names)

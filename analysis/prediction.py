@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from .errors import TorchLensValueError
-from .events import Event, Gap
+from .events import Event, Gap, real_inputs
 from .keys import LayerKey, group_keys, layer_labels
 from .passes import Count
 from .sites import Link, Place
@@ -43,6 +43,13 @@ class PredictedLayer:
     #: Labels of the predicted layers whose outputs this layer's ops take (predicted dataflow;
     #: inputs, parameters and values the run lost track of have none).
     parents: tuple[str, ...] = ()
+    #: Labels of the predicted layers whose output one pass of a loop the prediction does not
+    #: unroll hands to this layer's next pass (a loop-carried value, drawn as an edge back).
+    carried: tuple[str, ...] = ()
+    #: ``(parent label, parent's pass, this layer's pass)`` of each dataflow link, where every
+    #: pass of this layer and of its parents is one op the prediction tells apart (an unrolled
+    #: loop); ``None`` where some are not (symbolic or ranged passes).
+    pass_links: Optional[tuple[tuple[str, int, int], ...]] = None
 
     @property
     def num_passes(self) -> Optional[int]:
@@ -195,12 +202,17 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
     A layer's count is the sum of its events' counts; an unknown chain groups with the events
     whose chain is unknown for the same reason.
     """
+    inputs = {id(event): real_inputs(event.inputs) for event in events}
     slots = [(event, slot) for event in events for slot in range(event.slots or 1)]
     grouping = group_keys(
         (e.scope, e.chain if e.chain is not None else ("?", e.why), e.name, slot) for e, slot in slots)
     labels = layer_labels(slots[i][0].name for i in grouping.first)
     groups = list(grouping.members())
     label_of = {(id(slots[i][0]), slots[i][1]): label for label, members in zip(labels, groups) for i in members}
+    pass_of: dict[tuple[int, int], int] = {}  # (event id, slot) -> its pass, where each member is one op
+    for members in groups:
+        if all(slots[i][0].count.exact == 1 for i in members):
+            pass_of.update(((id(slots[i][0]), slots[i][1]), n) for n, i in enumerate(members, 1))
     layers = []
     for label, members in zip(labels, groups):
         event, slot = slots[members[0]]
@@ -208,10 +220,15 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
         for i in members[1:]:
             count = count + slots[i][0].count
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        parents = dict.fromkeys(label_of[key] for i in members for producer, k in slots[i][0].inputs
+        parents = dict.fromkeys(label_of[key] for i in members for producer, k in inputs[id(slots[i][0])]
                                 if (key := (id(producer), k)) in label_of)
+        carried = dict.fromkeys(label_of[key] for i in members for producer, k in slots[i][0].carried
+                                if (key := (id(producer), k)) in label_of)
+        links = [(label_of[key], pass_of.get(key), pass_of.get((id(slots[i][0]), slots[i][1])))
+                 for i in members for producer, k in inputs[id(slots[i][0])] if (key := (id(producer), k)) in label_of]
+        known = tuple((parent, tail, head) for parent, tail, head in links if tail is not None and head is not None)
         layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note,
-                                     tuple(parents)))
+                                     tuple(parents), tuple(carried), known if len(known) == len(links) else None))
     unsized = [f"{layer.layer_label} at {layer.where()}: its number of outputs is not static, only the first "
                "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
     return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)), tuple(dict.fromkeys([*notes, *unsized])))

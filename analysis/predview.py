@@ -5,7 +5,10 @@ One node per predicted layer, named by its predicted label, in its module's box 
 address). A node shows the predicted passes where they are not one (``x3``, ``xN+1``, ``x0..1``,
 ``xlen(xs)``) and where the layer is written; a layer that may not run at all has a dashed
 border, a place the prediction could not read a red one. Edges are the predicted dataflow: from
-the layer whose output an op takes to the op's layer (inputs and parameters are not drawn).
+the layer whose output an op takes to the op's layer (inputs and parameters are not drawn);
+one into a layer drawn no later than its tail goes back round a loop (blue), labelled with the
+passes it carries where the loop is unrolled (``1-2``, as the trace's drawing), ``loop`` where
+one pass stands for all (a ``while`` with a tensor test).
 ``depth=k`` draws modules deeper than ``k`` as one node each (as the table folds them into one
 row), ``collapse`` names modules (addresses, or a predicate over addresses) to draw as one node;
 edges into and out of such a node are kept, edges inside it are not. Places it did not follow
@@ -18,7 +21,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
-from .dot import Cluster, Drawing, Scene, to_digraph
+from .dot import BACK_EDGE, BACK_EDGE_COLOR, Cluster, Drawing, Scene, pass_label, to_digraph
 from .errors import TorchLensValueError
 from .explain import explain_predicted
 from .table import fit_table, library_file
@@ -117,20 +120,53 @@ def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[
         name = box if parent == ROOT else box[len(parent) + 1:]  # named inside its drawn parent box
         scene.node(f"[{box}]", f"{name}\n{count} layer{'s' if count != 1 else ''} inside",
                    module_box(scene, parent, fold.scopes), shape="box3d", tooltip=box)
-    edges: set[tuple[str, str]] = set()
-    for layer in pred.layers:
-        head = drawn[layer.layer_label]
-        for parent in layer.parents:
-            tail = drawn[parent]
-            if tail != head and (tail, head) not in edges:
-                edges.add((tail, head))
-                scene.edge(tail, head)
+    add_edges(scene, pred, drawn)
     gaps = pred.gap_lines()
     if gaps:
         shown = gaps[:8] + ([f"... {len(gaps) - 8} more"] if len(gaps) > 8 else [])
         scene.node("not followed", "not followed:\n" + "\n".join(shown), None, shape="note",
                    fillcolor="#fff7d6")
     return scene
+
+
+def add_edges(scene: Scene, pred: "Prediction", drawn: dict[str, str]) -> None:
+    """The predicted dataflow between drawn nodes. An edge into a node drawn no later than its
+    tail goes back round a loop (blue); where both ends' passes are told apart (an unrolled
+    loop) it is labelled with the passes it carries, as the trace's drawing does. A value one
+    pass of a loop the prediction does not unroll hands to the next is an edge back labelled
+    ``loop``. Edges inside a collapsed module are not drawn."""
+    order: dict[str, int] = {}
+    for i, layer in enumerate(pred.layers):
+        order.setdefault(drawn[layer.layer_label], i)
+    count = {layer.layer_label: layer.count.exact for layer in pred.layers}  # boxes have none
+    links: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    unknown: set[tuple[str, str]] = set()  # edges some of whose links' passes are not told apart
+    for layer in pred.layers:
+        head = drawn[layer.layer_label]
+        for parent in layer.parents:
+            tail = drawn[parent]
+            if tail == head and head not in count:
+                continue
+            links.setdefault((tail, head), []).extend((t, h) for p, t, h in layer.pass_links or () if p == parent)
+            if layer.pass_links is None:
+                unknown.add((tail, head))
+    for (tail, head), known in links.items():
+        attrs = dict(BACK_EDGE) if order[head] <= order[tail] else {}
+        n_tail, n_head = count.get(tail), count.get(head)
+        if (tail, head) not in unknown and n_tail is not None and n_head is not None:
+            label = pass_label([t for t, _ in known], n_tail, [h for _, h in known], n_head)
+            if label:
+                attrs["label"] = label
+        scene.edge(tail, head, **attrs)
+    for layer in pred.layers:
+        head = drawn[layer.layer_label]
+        for parent in layer.carried:
+            tail = drawn[parent]
+            if (tail, head) not in links and not (tail == head and head not in count):
+                links[(tail, head)] = []
+                scene.edge(tail, head, label="loop", **BACK_EDGE)
+    if any(attrs.get("color") == BACK_EDGE_COLOR for _, _, attrs in scene.edges):
+        scene.title += "\nblue edge: back, round a loop (labelled with the passes it carries, or loop)"
 
 
 def draw_prediction(pred: "Prediction", direction: str = "TB", path: Optional[Union[str, Path]] = None,

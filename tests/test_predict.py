@@ -11,6 +11,7 @@ must reach 95% coverage with every miss listed with a reason.
 from __future__ import annotations
 
 import linecache
+import re
 
 import pytest
 import torch
@@ -300,3 +301,78 @@ def test_prediction_drawing_has_dataflow_edges_and_folds_like_the_table(tmp_path
     from torchlens.cli import main
     assert main(["draw", f"{C.__file__}:ResidualBlockList", "--depth", "0", "-o", str(tmp_path / "p.dot")]) == 0
     assert '"[blocks.0]"' in (tmp_path / "p.dot").read_text()
+
+
+def drawn_edges(drawing, nodes) -> dict:
+    """``(tail, head) -> (label, drawn back)`` of a drawing's edges between ``nodes``."""
+    edges = {}
+    for tail, head, attrs in re.findall(r'^\t"([^"]+)" -> "([^"]+)"(?: \[(.*)\])?$', drawing.source, re.M):
+        if tail in nodes and head in nodes and "invis" not in attrs:
+            found = dict(re.findall(r'(\w+)="([^"]*)"', attrs))
+            edges[(tail, head)] = (found.get("label", ""), found.get("constraint") == "false")
+    return edges
+
+
+@pytest.mark.parametrize("name", ["scalar-mul-loop", "loop-tanh-mul", "spec-looped", "nested-loops-2x3",
+                                  "branch-some-iterations", "break-partway", "helper-two-loops"])
+def test_prediction_drawing_of_an_unrolled_loop_has_the_traces_edges_back(name):
+    """A loop the prediction unrolls: the value one pass hands to the next is an edge back,
+    labelled with the passes it carries, as the trace's drawing has it."""
+    model, x = build(ALL[name])
+    layers = [layer.layer_label for layer in compute_layers(tl.trace(model, *x))]
+    traced = drawn_edges(tl.trace(model, *x).draw(), layers)
+    assert any(back for _, back in traced.values())
+    assert drawn_edges(tl.predict(model).draw(), layers) == traced
+
+
+def test_prediction_drawing_of_a_loop_it_does_not_unroll_has_the_edges_back():
+    """``while x.sum() < 10: x = x + 1``: the test's passes are ``N+1``, the body's ``N``; the
+    ``add`` of one pass feeds the next pass's ``sum`` and ``add``: edges back labelled ``loop``,
+    where the trace draws them back with the passes it counted."""
+    model, x = build(ALL["while-tensor-condition"])
+    pred = tl.predict(model)
+    assert {layer.layer_label: layer.carried for layer in pred} == {"sum_1": ("add_1",), "lt_1": (),
+                                                                    "add_1": ("add_1",)}
+    layers = ["sum_1", "lt_1", "add_1"]
+    predicted = drawn_edges(pred.draw(), layers)
+    assert predicted == {("sum_1", "lt_1"): ("", False), ("add_1", "sum_1"): ("loop", True),
+                         ("add_1", "add_1"): ("loop", True)}
+    traced = drawn_edges(tl.trace(model, *x).draw(), layers)
+    assert traced == {("sum_1", "lt_1"): ("", False), ("add_1", "sum_1"): ("to 2-4", True),
+                      ("add_1", "add_1"): ("1-2", True)}
+
+
+class _CollectInWhile(nn.Module):
+    def forward(self, x):
+        outs, i = [], 0
+        while i < 3:  # a static test: unrolled
+            outs.append(x)
+            x = torch.tanh(x) + 1.0
+            i += 1
+        return torch.stack(outs)
+
+
+class _RecurOverLength(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = x[:, 0]
+        for t in range(x.shape[1]):  # no static length: one pass stands for all
+            h = torch.tanh(self.lin(x[:, t]) + h)
+        return h
+
+
+def test_loop_carried_edges_of_a_for_of_unknown_length_and_a_value_kept_past_its_pass():
+    """The ``for`` over ``range(x.shape[1])``: ``tanh`` hands ``h`` to the next pass's ``add``
+    (``loop``); a loop value kept in a list still has its real producer (``stack`` after ``add``)."""
+    pred = tl.predict(_RecurOverLength())
+    assert pred["add_1"].carried == ("tanh_1",)
+    assert drawn_edges(pred.draw(), ["add_1", "tanh_1"]) == {("add_1", "tanh_1"): ("", False),
+                                                             ("tanh_1", "add_1"): ("loop", True)}
+    model, x = _CollectInWhile(), torch.randn(2, 3)
+    layers = ["tanh_1", "add_1", "stack_1"]
+    predicted = drawn_edges(tl.predict(model).draw(), layers)
+    assert predicted == drawn_edges(tl.trace(model, x).draw(), layers)
+    assert predicted[("add_1", "stack_1")] == ("1-2", False) and predicted[("add_1", "tanh_1")] == ("1-2", True)

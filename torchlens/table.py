@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from torchlens.analysis.dot import pass_ranges
 from torchlens.analysis.table import fit_table, library_file
 
 from .draw.modules import ROOT, ModuleTree, human, param_count
-from .draw.trace_view import params_text, pass_ranges, shapes_text
+from .draw.trace_view import params_text, shapes_text
 from .memory import memory_line
 
 if TYPE_CHECKING:

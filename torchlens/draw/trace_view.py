@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
-from torchlens.analysis.dot import Cluster, Node, Scene
+from torchlens.analysis.dot import BACK_EDGE, BACK_EDGE_COLOR, Cluster, Node, Scene, pass_label, pass_ranges
 from torchlens.analysis.explain import explain_layer
 
 from ..records import Layer, Op
@@ -30,7 +30,6 @@ BOOKKEEPING = frozenset({"running_mean", "running_var", "num_batches_tracked"})
 CLUSTER_FILLS = ("#f4f6fa", "#e9eef6", "#dfe6f1", "#d5deec")
 INPUT_FILL, OUTPUT_FILL, PARAM_FILL, BUFFER_FILL = "#dff0d8", "#fbe3cf", "#eef1f7", "#f2f2f2"
 MODULE_FILL = "#dde6f5"
-BACK_EDGE_COLOR = "#2b6cb0"
 #: An edge that skips ahead (a residual, a dense connection): lighter, and free to bend.
 SKIP_EDGE = {"weight": "0", "color": "#9aa5b5"}
 
@@ -49,17 +48,6 @@ class Settings:
 
 def shape_text(shape: tuple) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
-
-
-def pass_ranges(numbers: list[int]) -> str:
-    """``[1, 2, 3, 5]`` as ``1-3,5``."""
-    runs: list[list[int]] = []
-    for n in sorted(set(numbers)):
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def is_bookkeeping(trace: "Trace", address: str) -> bool:
@@ -441,17 +429,10 @@ class TraceDrawing:
         return attrs
 
     def edge_attrs(self, tail: str, head: str, tail_passes: list[int], head_passes: list[int]) -> dict[str, str]:
-        attrs: dict[str, str] = {}
-        n_tail, n_head = self.passes[tail], self.passes[head]
-        tails, heads = sorted(set(tail_passes)), sorted(set(head_passes))
-        tail_all = tails == list(range(1, n_tail + 1))
-        head_all = heads == list(range(1, n_head + 1))
-        if not tail_all:
-            attrs["label"] = pass_ranges(tails)
-        elif not head_all:
-            attrs["label"] = "to " + pass_ranges(heads)
+        label = pass_label(tail_passes, self.passes[tail], head_passes, self.passes[head])
+        attrs = {"label": label} if label else {}
         if self.order[head] <= self.order[tail]:
-            attrs.update(constraint="false", color=BACK_EDGE_COLOR, fontcolor=BACK_EDGE_COLOR)
+            attrs.update(BACK_EDGE)
         return attrs
 
     # -- repeated blocks -------------------------------------------------------------------------
