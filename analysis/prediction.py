@@ -85,7 +85,8 @@ class PredictedLayer:
         return {"label": self.layer_label, "func": self.func_name, "module": self.module,
                 "passes": self.num_passes if self.num_passes is not None else str(self.count),
                 "passes_note": self.passes_note, "place": self.place(), "slot": self.slot,
-                "parents": list(self.parents)}
+                "parents": list(self.parents), "carried": list(self.carried),
+                "pass_links": None if self.pass_links is None else [list(link) for link in self.pass_links]}
 
     def where(self) -> str:
         """The innermost place as ``file:line:col`` with the file's base name."""

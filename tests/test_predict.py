@@ -10,6 +10,7 @@ must reach 95% coverage with every miss listed with a reason.
 
 from __future__ import annotations
 
+import json
 import linecache
 import re
 
@@ -376,3 +377,18 @@ def test_loop_carried_edges_of_a_for_of_unknown_length_and_a_value_kept_past_its
     predicted = drawn_edges(tl.predict(model).draw(), layers)
     assert predicted == drawn_edges(tl.trace(model, x).draw(), layers)
     assert predicted[("add_1", "stack_1")] == ("1-2", False) and predicted[("add_1", "tanh_1")] == ("1-2", True)
+
+
+def test_json_carries_the_predicted_dataflow_and_survives_a_round_trip():
+    """``to_json`` holds every dataflow field (``parents``, ``carried``, ``pass_links``) and
+    reads back from JSON text unchanged: unrolled passes as ``[parent, pass, pass]`` lists, a
+    loop that is not unrolled as ``null``."""
+    unrolled, rolled = tl.predict(_CollectInWhile()).to_json(), tl.predict(_RecurOverLength()).to_json()
+    for data in (unrolled, rolled):
+        assert json.loads(json.dumps(data)) == data
+    add = next(layer for layer in unrolled["layers"] if layer["label"] == "add_1")
+    assert add["parents"] == ["tanh_1"] and add["carried"] == []
+    assert add["pass_links"] == [["tanh_1", 1, 1], ["tanh_1", 2, 2], ["tanh_1", 3, 3]]
+    tanh = next(layer for layer in rolled["layers"] if layer["label"] == "tanh_1")
+    add = next(layer for layer in rolled["layers"] if layer["label"] == "add_1")
+    assert add["carried"] == ["tanh_1"] and add["pass_links"] is None and tanh["carried"] == []
