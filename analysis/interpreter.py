@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
+from .callbacks import callback_handlers
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER, MAX_UNROLL,
@@ -75,6 +76,10 @@ _STDLIB_PURE = frozenset({"inspect", "typing", "dataclasses", "enum", "collectio
 #: Modules whose functions only report (warnings, logs): not followed, they run no op.
 _SILENT = frozenset({"warnings", "logging"})
 
+
+#: Higher-order ops whose outputs follow their operands or branches: op name -> parameter names.
+_BRANCHING = {"cond": ("pred", "true_fn", "false_fn", "operands"),
+              "while_loop": ("cond_fn", "body_fn", "carried_inputs")}
 
 #: Steps between two looks at the clock.
 _CLOCK_EVERY = 256
@@ -253,6 +258,8 @@ class Interpreter:
         self.catching = 0
         #: Undecided ``break``/``return`` taken so far (a loop with one has a data-dependent end).
         self.exits = 0
+        #: Comprehension items not listed so far (an undecided filter, an unknown iterable).
+        self.unlisted = 0
         #: Generator bodies started by this run (closed when it ends).
         self.resumables: list[Resumable] = []
         self.limits = DEFAULT_LIMITS if limits is None else limits
@@ -272,13 +279,12 @@ class Interpreter:
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
             builtins.getattr: self.b_getattr, builtins.hasattr: self.b_hasattr, builtins.setattr: self.b_setattr,
             builtins.super: self.b_super, builtins.tuple: self.b_sequence(tuple), builtins.list: self.b_sequence(list),
-            builtins.set: self.b_sequence(list), builtins.dict: self.b_dict, builtins.sum: self.b_sum,
-            builtins.map: self.b_map, builtins.zip: self.b_zip, builtins.enumerate: self.b_enumerate,
+            builtins.set: self.b_sequence(list), builtins.dict: self.b_dict,
             builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
             builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.any: self.b_all_any(True),
             builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps, copy.deepcopy: self.b_deepcopy,
             functools.partial: self.b_partial, keep: self.b_keep, builtins.eval: self.b_eval,
-            builtins.exec: self.b_eval,
+            builtins.exec: self.b_eval, **callback_handlers(self),
         }
 
     # -- state -------------------------------------------------------------------------------
@@ -456,8 +462,10 @@ class Interpreter:
             return Opaque(f"{_name(obj)} of unknown values")  # a builtin runs no op
         return self.opaque_call(obj, args, kwargs, f"{_name(obj)} cannot be read (no Python source)")
 
-    def call_op(self, name: str, fn: Any, args: Sequence[Value], kwargs: Optional[dict[str, Value]] = None) -> Value:
-        """An op call: record it and return what it returns."""
+    def call_op(self, name: str, fn: Any, args: Sequence[Value], kwargs: Optional[dict[str, Value]] = None,
+                outputs: Optional[int] = 0) -> Value:
+        """An op call: record it and return what it returns (``outputs``: how many tensors, when
+        the caller knows better than the host: ``1`` one tensor, ``None`` an unknown number)."""
         events: list[Event] = []
         inputs = origins(iter([*args, *(kwargs or {}).values()]))
 
@@ -478,6 +486,8 @@ class Interpreter:
 
             return TensorTuple(resolve, count, metas, event)
 
+        if outputs != 0:
+            return make_tensor(None) if outputs == 1 else make_tuple(outputs, None)
         result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple)
         if result is not None:
             return result
@@ -518,9 +528,36 @@ class Interpreter:
         if kind is Intrinsic.APPLY and args and isinstance(args[0], Known):  # Function.apply: forward from C
             forward = getattr(args[0].obj, "forward", None)
             return self.call(self.wrap(forward), [Known(self.host.function_context()), *args[1:]], kwargs)
-        if kind is Intrinsic.TRANSFORM:  # torch.func transform: one boundary op, nothing inside
-            return self.call_op(self.host.op_name(fn) or str(getattr(fn, "__name__", "transform")), fn, args)
+        if kind is Intrinsic.TRANSFORM:  # torch.func transform, higher-order op: one boundary op, nothing inside
+            name = self.host.op_name(fn) or str(getattr(fn, "__name__", "transform"))
+            if name in _BRANCHING:
+                return self.call_op(name, fn, args, kwargs, outputs=self.branch_outputs(name, args, kwargs))
+            return self.call_op(name, fn, args)
         return Opaque(f"intrinsic {kind}")
+
+    def branch_outputs(self, name: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[int]:
+        """How many tensors a higher-order op returns, as its operands or a branch say:
+        ``while_loop(cond, body, carried)`` returns the carried values; ``cond(pred, true_fn,
+        false_fn, operands)`` what its branch returns (read with nothing recorded). ``1``: one
+        tensor, not a tuple; ``None``: unknown."""
+        names = _BRANCHING[name]
+        given = {**dict(zip(names, args)), **kwargs}
+        operands = self.unpack(given.get(names[-1], Opaque("no operands")), None)
+        if operands is None:
+            return None
+        if name == "while_loop":
+            return len(operands)
+        saved, self.recording = self.recording, False
+        try:
+            out = self.call(given.get(names[1], Opaque("no branch")), operands, {})
+        finally:
+            self.recording = saved
+        if isinstance(out, Tensor):
+            return 1
+        if isinstance(out, TensorTuple):
+            return out.count
+        items = self.unpack(out, None) if isinstance(out, Seq) else None
+        return None if items is None else len(items)
 
     # -- modules -----------------------------------------------------------------------------
 
@@ -1165,10 +1202,19 @@ class Interpreter:
     # -- comprehensions ----------------------------------------------------------------------
 
     def eval_ListComp(self, node: ast.ListComp) -> Value:
-        return Seq(self.comprehension(node, lambda: [self.eval(node.elt)]), list)
+        return self.listed(node, lambda: [self.eval(node.elt)])
 
     def eval_SetComp(self, node: ast.SetComp) -> Value:
-        return Seq(self.comprehension(node, lambda: [self.eval(node.elt)]), list)
+        return self.listed(node, lambda: [self.eval(node.elt)])
+
+    def listed(self, node: Any, element: Callable[[], list[Value]]) -> Seq:
+        """A list or set comprehension's list: unsure when a filter or the number of items of
+        an iterable was not decided (its items then stand for an unknown number)."""
+        before = self.unlisted
+        items = self.comprehension(node, element)
+        undecided = self.unlisted != before
+        return Seq(items, list, f"comprehension at line {node.lineno} with items the prediction cannot list"
+                   if undecided else "")
 
     def eval_DictComp(self, node: ast.DictComp) -> Value:
         pairs = self.comprehension(node, lambda: [Seq([self.eval(node.key), self.eval(node.value)])])
@@ -1186,11 +1232,12 @@ class Interpreter:
             with self.inline_scope(node):
                 return list(self.generators(node.generators, 0, element, None))
         first = self.eval(node.generators[0].iter)
+        items = self.iter_at(first, node, node.generators[0])  # iter() runs in the enclosing code
         frame.at = frame.source.place(node, CALL_OPS)  # the call that runs its code (≤3.11)
         own = self.child_frame(frame, code, node)
         self.stack.append(own)
         try:
-            return list(self.generators(node.generators, 0, element, first))
+            return list(self.generators(node.generators, 0, element, (first, items)))
         finally:
             self.stack.pop()
 
@@ -1199,7 +1246,8 @@ class Interpreter:
         if frame is None:
             return Opaque("a generator outside any frame")
         code = frame.source.codes.get(id(node))
-        first = self.eval(node.generators[0].iter)
+        source = self.eval(node.generators[0].iter)
+        first = (source, self.iter_at(source, node, node.generators[0]))  # iter() runs here, not lazily
         own = self.child_frame(frame, code, node) if code is not None else None
 
         def start() -> Iterator[Value]:
@@ -1236,18 +1284,23 @@ class Interpreter:
                 frame.locals.update(saved)
 
     def generators(self, gens: list[ast.comprehension], k: int, element: Callable[[], list[Value]],
-                   first: Optional[Value]) -> Iterator[Value]:
-        """Items of ``gens[k:]``: iterate, filter, recurse, then evaluate the element."""
+                   first: Optional[tuple[Value, Optional[Iterator[Value]]]]) -> Iterator[Value]:
+        """Items of ``gens[k:]``: iterate, filter, recurse, then evaluate the element (``first``:
+        the first iterable and its iterator, when the enclosing code made them)."""
         if k == len(gens):
             yield from element()
             return
         gen = gens[k]
-        source = first if k == 0 and first is not None else self.eval(gen.iter)
-        items = self.iterate(source)
+        if k == 0 and first is not None:
+            source, items = first
+        else:
+            source = self.eval(gen.iter)
+            items = self.iter_inner(source, k)
         count: Optional[Count] = None
         if items is None:
             count = Count(0, None, source_text(gen.iter), f"{source_text(gen.iter)} has no static length")
             items = iter([element_of(source)])
+            self.unlisted += 1
         for item in items:
             self.step()
             saved = self.mult
@@ -1262,11 +1315,31 @@ class Interpreter:
                     break
                 if known is None:
                     self.mult = self.mult * MAYBE
+                    self.unlisted += 1
             if decided:
                 yield from self.generators(gens, k + 1, element, None)
             self.mult = saved
 
     # -- small helpers -----------------------------------------------------------------------
+
+    def iter_inner(self, value: Value, k: int) -> Optional[Iterator[Value]]:
+        """``iter(value)`` of a comprehension's ``k``-th ``for`` (``k > 0``), in the
+        comprehension's own code: at its ``k``-th ``GET_ITER`` (the first ``for``'s runs in the
+        enclosing code). Where the comprehension is inlined (3.12+) a tensor's is not placed."""
+        frame = self.frame
+        if isinstance(value, Tensor) and frame is not None:
+            own = isinstance(frame.node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+            offsets = [ins.offset for ins in dis.get_instructions(frame.code) if ins.opname == "GET_ITER"] if own else []
+            frame.at = instruction_place(frame.code, offsets[k - 1]) if k <= len(offsets) else None
+        return self.iterate(value)
+
+    def iter_at(self, value: Value, *nodes: ast.AST) -> Optional[Iterator[Value]]:
+        """``iter(value)`` from the current frame: a tensor's ``__iter__`` runs at the
+        ``GET_ITER`` of the first of ``nodes`` that has one."""
+        frame = self.frame
+        if isinstance(value, Tensor) and frame is not None:
+            frame.at = next(filter(None, (frame.source.place(n, GET_ITER) for n in nodes)), None)
+        return self.iterate(value)
 
     def at_node(self, node: Optional[ast.AST], opnames: frozenset) -> None:
         frame = self.frame
@@ -1982,54 +2055,6 @@ class Interpreter:
         if not args:
             return Dict(dict(kwargs))
         return None
-
-    def b_sum(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        if not args or isinstance(args[0], Known):
-            return None
-        items = self.iterate(args[0])
-        if items is None:
-            return Opaque("sum of unknown items")
-        total = args[1] if len(args) > 1 else kwargs.get("start", Known(0))
-        for item in items:  # C sum: each addition runs at the sum(...) call's place
-            total = self.binop("add", total, item, None, frozenset())
-        return total
-
-    def b_map(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        if len(args) < 2:
-            return None
-        fn, sources = args[0], args[1:]
-
-        def start() -> Iterator[Value]:
-            iters = [self.iterate(s) for s in sources]
-            if any(it is None for it in iters):
-                return
-            for items in zip(*iters):
-                yield self.call(fn, list(items), {})
-
-        return Lazy(start, "map")
-
-    def b_zip(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-
-        def start() -> Iterator[Value]:
-            iters = [self.iterate(a) for a in args]
-            if any(it is None for it in iters):
-                return
-            for items in zip(*iters):
-                yield Seq(list(items))
-
-        return Lazy(start, "zip")
-
-    def b_enumerate(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        if not args:
-            return None
-        begin = args[1].obj if len(args) > 1 and isinstance(args[1], Known) else 0
-
-        def start() -> Iterator[Value]:
-            items = self.iterate(args[0])
-            for k, item in enumerate(items or (), begin):
-                yield Seq([Known(k), item])
-
-        return Lazy(start, "enumerate")
 
     def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         if not args or isinstance(args[0], Known):

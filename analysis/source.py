@@ -35,7 +35,7 @@ __all__ = ["SourceFile", "source_file", "source_of_code", "source_text", "NODES"
 #: attribute loads (properties), ``for`` (``__iter__``/``__next__``) and ``with``.
 NODES = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript, ast.Compare, ast.Attribute,
          ast.With, ast.AsyncWith, ast.AugAssign, ast.For, ast.AsyncFor,
-         ast.ListComp, ast.SetComp, ast.DictComp)
+         ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 #: Instructions that call, on any version (3.11's ``PRECALL`` shares its ``CALL``'s place).
 CALL_OPS = frozenset({"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "CALL_METHOD",
                       "CALL", "CALL_KW"})

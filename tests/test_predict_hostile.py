@@ -53,9 +53,11 @@ def test_no_gap_and_no_note_means_the_capture_agrees(name: str):
 def test_exact_where_it_says_nothing():
     """The constructs the prediction now follows: generators (``yield from``, consumed by a loop,
     ``sum`` and ``list``), context managers left every way, match on constants, sorted items,
-    __call__ overrides, custom autograd functions, a data-dependent while True."""
+    __call__ overrides, custom autograd functions, a data-dependent while True, higher-order ops,
+    builtins that call back (reduce, map, filter, sorted and max with a key), tensors iterated
+    by comprehensions."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
-             "WhileTrue", "ModelOutputStyle", "SequenceInstance"]
+             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
     for name in names:
@@ -85,10 +87,18 @@ def test_recursion_cut_off_is_a_lower_bound_not_an_exact_count():
     assert pred["tanh_1"].num_passes is None and str(pred["tanh_1"].count) == "25+"
 
 
-def test_higher_order_ops_are_a_gap_and_quick():
+def test_higher_order_ops_are_one_op_each_and_quick():
     pred = tl.predict(H.Cond(), torch.randn(3), max_steps=1_000)  # once 40-50 s of torch's own code
-    assert any("torch's cond" in gap.why for gap in pred.gaps)
-    assert not any("prediction incomplete" in note for note in pred.notes)
+    assert not pred.gaps and not pred.notes
+    assert [(layer.func_name, layer.slot) for layer in pred.layers if layer.func_name in ("cond", "while_loop")] == [
+        ("cond", 0), ("cond", 0), ("cond", 1), ("while_loop", 0), ("while_loop", 1)]
+
+
+def test_a_filter_the_data_decides_runs_what_follows_0_or_1_times():
+    pred = tl.predict(H.Callbacks(), torch.randn(3, 4))
+    kept = [layer for layer in pred.layers if layer.count.exact is None]
+    assert [(layer.func_name, layer.count.lo, layer.count.hi) for layer in kept] == [("add", 0, 3)]
+    assert "filter keeps items the prediction cannot decide" in kept[0].passes_note
 
 
 def test_defaults_that_raise_say_so_and_ask_for_inputs():

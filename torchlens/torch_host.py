@@ -22,7 +22,7 @@ from torch import nn
 
 from torchlens.analysis.host import Host, Intrinsic, Member
 from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, TensorTuple, Value
-from torchlens.capture.funcs import OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
+from torchlens.capture.funcs import HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
 
 __all__ = ["TorchHost", "FakeShapes"]
 
@@ -93,11 +93,12 @@ def _dunder_names() -> dict[str, str]:
 
 
 def _transforms() -> dict[Any, str]:
-    """torch.func transforms the capture records as one boundary op each."""
+    """torch.func transforms and higher-order ops (``torch.cond``): the capture records each
+    as one boundary op, with nothing inside."""
     import importlib
 
     out: dict[Any, str] = {}
-    for module_name, attr, name in TRANSFORMS:
+    for module_name, attr, name in (*TRANSFORMS, *HIGHER_ORDER):
         try:
             module = importlib.import_module(module_name)
         except ImportError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import dataclasses
+import functools
 from typing import Any
 
 import torch
@@ -190,8 +191,38 @@ class CustomFunction(nn.Module):
 
 
 class Cond(nn.Module):
+    """Higher-order ops: one op each (nothing inside recorded), with as many outputs as the
+    branch returns or the loop carries."""
+
     def forward(self, x):
-        return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
+        y = torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
+        a, b = torch.cond(x.sum() > 0, lambda t: (t.sin(), t + 1), lambda t: (t.cos(), t - 1), (y,))
+        i, t = torch.while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2), (torch.tensor(0), a))
+        return t + b * i
+
+
+class Callbacks(nn.Module):
+    """Builtins that call back, over the rows of a tensor (iterated at the builtin's call)."""
+
+    def forward(self, x):
+        total = functools.reduce(torch.add, x)
+        scaled = functools.reduce(lambda a, b: a * b + 1, x, torch.ones(4))
+        rows = list(map(torch.tanh, x)) + list(map(lambda r, s: r.relu() * s, x, [1.0, 2.0, 3.0]))
+        kept = sum(filter(lambda r: r.sum() > 0, x), torch.zeros(4))  # kept rows: data decides
+        ordered = sorted([x[0], x[1] * 2], key=lambda r: r.sum().item())
+        best = max([x * 2, x + 1], key=lambda p: p.sum())
+        return total + scaled + kept, torch.stack(rows + ordered), best
+
+
+class Comprehensions(nn.Module):
+    """Tensors iterated by comprehensions (the first ``for``'s ``iter`` runs in the enclosing
+    code, the others in the comprehension's), and a filter the data decides."""
+
+    def forward(self, x):
+        flat = [c * 2 for r in x.unsqueeze(1) for c in r]
+        total = sum(r.tanh() for r in x)
+        positive = [r for r in x if r.sum() > 0]
+        return torch.stack(flat), functools.reduce(lambda a, b: a + b, positive, total)
 
 
 class WhileTrue(nn.Module):
@@ -294,7 +325,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
-             SequenceInstance, ListUnderBranch]
+             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     return out

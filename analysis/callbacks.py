@@ -1,0 +1,221 @@
+"""Builtins that call back into the program or iterate for it: ``sum``, ``map``, ``filter``,
+``sorted``/``min``/``max`` with ``key`` (or over tensors), ``functools.reduce``, ``zip``,
+``enumerate``.
+
+As in CPython, each takes ``iter()`` of its sources when it is called (a tensor's ``__iter__``
+runs at the builtin's call), and calls what it is given from C, with no frame of its own: a
+callback's ops sit on the place of whoever drives the builtin (its own call for the eager ones;
+for the lazy ``map`` and ``filter``, the consumer: a ``for`` loop, ``list(...)``). Over items whose
+number is unknown, the callback runs once under a symbolic count. What depends on data (the
+order ``sorted`` gives tensors' keys, the items a ``filter`` keeps) is not guessed: the result is
+unknown and, where the program goes on to use it, a gap says so.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import types
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+from .passes import Count
+from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concrete, element_of, join, truth
+
+if TYPE_CHECKING:
+    from .interpreter import Interpreter
+
+__all__ = ["callback_handlers"]
+
+Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
+
+
+def callback_handlers(run: Interpreter) -> dict[Any, Handler]:
+    """The handlers of the builtins that call back, for ``run``'s table of modelled builtins."""
+    return {builtins.sum: functools.partial(_sum, run), builtins.map: functools.partial(_map, run),
+            builtins.filter: functools.partial(_filter, run), builtins.sorted: functools.partial(_sorted, run),
+            builtins.min: functools.partial(_extreme, run, "lt"), builtins.max: functools.partial(_extreme, run, "gt"),
+            functools.reduce: functools.partial(_reduce, run), builtins.zip: functools.partial(_zip, run),
+            builtins.enumerate: functools.partial(_enumerate, run)}
+
+
+def _for_real(run: Interpreter, values: list[Value]) -> bool:
+    """Whether a builtin may run for real on ``values``: all concrete, and none of them (nor
+    an item of a container among them) Python code, a module or a tensor."""
+    for value in values:
+        ok, obj = concrete(value)
+        if not ok or isinstance(value, Tensor):
+            return False
+        objs = list(obj.values()) if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple, set)) else [obj]
+        if any(isinstance(o, (types.FunctionType, types.MethodType, functools.partial, run.host.tensor_type))
+               or run.host.is_module(o) for o in objs):
+            return False
+    return True
+
+
+def _items(run: Interpreter, source: Value, what: str) -> Iterator[Value]:
+    """``iter(source)``, now: its items, else one stand-for item under a count of ``0..N`` (the
+    caller's events in between happen once per item; :meth:`Interpreter.generators` does the same)."""
+    items = run.iterate(source)
+    return items if items is not None else _unknown_items(run, source, what)
+
+
+def _unknown_items(run: Interpreter, source: Value, what: str) -> Iterator[Value]:
+    saved = run.mult
+    run.mult = saved * Count(0, None, "N", f"{what} runs over items whose number is not static")
+    try:
+        yield element_of(source)
+    finally:
+        run.mult = saved
+
+
+def _sum(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if not args or isinstance(args[0], Known):
+        return None
+    items = run.iterate(args[0])
+    if items is None:
+        return Opaque("sum of unknown items")
+    total = args[1] if len(args) > 1 else kwargs.get("start", Known(0))
+    for item in items:  # C sum: each addition runs at the sum(...) call's place
+        total = run.binop("add", total, item, None, frozenset())
+    return total
+
+
+def _map(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if len(args) < 2:
+        return None
+    fn = args[0]
+    sources = [_items(run, s, "map") for s in args[1:]]  # iter() of each, at the map(...) call
+
+    def start() -> Iterator[Value]:
+        for items in zip(*sources):
+            yield run.call(fn, list(items), {})
+
+    return Lazy(start, "map")
+
+
+def _zip(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    sources = [_items(run, a, "zip") for a in args]  # iter() of each, at the zip(...) call
+
+    def start() -> Iterator[Value]:
+        for items in zip(*sources):
+            yield Seq(list(items))
+
+    return Lazy(start, "zip")
+
+
+def _enumerate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if not args:
+        return None
+    begin = args[1].obj if len(args) > 1 and isinstance(args[1], Known) else 0
+    items = _items(run, args[0], "enumerate")
+
+    def start() -> Iterator[Value]:
+        for k, item in enumerate(items, begin):
+            yield Seq([Known(k), item])
+
+    return Lazy(start, "enumerate")
+
+
+def _filter(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if len(args) != 2 or _for_real(run, args):
+        return None
+    fn, source = args
+    items = _items(run, source, "filter")
+
+    def start() -> Iterator[Value]:
+        for item in items:
+            kept = truth(item if fn is NONE else run.call(fn, [item], {}))
+            if kept is None:  # what the consumer does with this item happens 0 or 1 times
+                saved = run.mult
+                run.mult = saved * Count(0, 1, "", "filter keeps items the prediction cannot decide")
+                try:
+                    yield item
+                finally:
+                    run.mult = saved
+            elif kept:
+                yield item
+
+    return Lazy(start, "filter")
+
+
+def _keys(run: Interpreter, items: list[Value], kwargs: dict[str, Value]) -> list[Value]:
+    """``key(item)`` for each item, in order, from the builtin's call (the items themselves
+    without a key)."""
+    key = kwargs.get("key", NONE)
+    if key is NONE:
+        return items
+    return [run.call(key, [item], {}) for item in items]
+
+
+def _calls_back(args: list[Value], kwargs: dict[str, Value]) -> bool:
+    """Whether ``sorted``/``min``/``max`` run the program's code: a key, or tensors compared."""
+    if kwargs.get("key", NONE) is not NONE:
+        return True
+    items = args if len(args) > 1 else [args[0]] if isinstance(args[0], Tensor) else \
+        args[0].items if isinstance(args[0], Seq) else []
+    return any(isinstance(item, Tensor) for item in items)
+
+
+def _sorted(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if len(args) != 1 or _for_real(run, [*args, *kwargs.values()]) or not _calls_back(args, kwargs):
+        return None
+    items = run.unpack(args[0], None)
+    if items is None:
+        for item in _items(run, args[0], "sorted"):
+            _keys(run, [item], kwargs)
+        return Opaque("sorted of unknown items")
+    keys = _keys(run, items, kwargs)
+    reverse = kwargs.get("reverse", Known(False))
+    plain = [k.obj for k in keys if isinstance(k, Known)]
+    if len(plain) == len(keys) and isinstance(reverse, Known):
+        try:
+            order = sorted(range(len(items)), key=lambda k: plain[k], reverse=bool(reverse.obj))
+        except TypeError:  # the program would raise here
+            return Opaque("sorted of items that do not compare", Nature.NUMBER)
+        return Seq([items[k] for k in order], list)
+    if any(isinstance(k, Tensor) for k in keys) and len(keys) > 1:
+        run.gap(f"sorted compares tensors{run.where()}: how many comparisons (ops) depends on their values")
+    return Seq([join(items)] * len(items), list)  # same items, in an order the data decides
+
+
+def _extreme(run: Interpreter, op: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``min``/``max``: each item's key is compared with the best so far (``lt``/``gt``) from C."""
+    if not args or _for_real(run, [*args, *kwargs.values()]) or not _calls_back(args, kwargs):
+        return None
+    candidates = args if len(args) > 1 else run.unpack(args[0], None)
+    if not candidates:
+        return Opaque(f"{'min' if op == 'lt' else 'max'} of unknown items")
+    keys = _keys(run, candidates, kwargs)
+    best, best_key = candidates[0], keys[0]
+    for item, key in zip(candidates[1:], keys[1:]):
+        better = truth(run.binop(op, key, best_key, None, frozenset()))
+        if better is None:
+            best, best_key = join([best, item]), join([best_key, key])
+        elif better:
+            best, best_key = item, key
+    return best
+
+
+def _reduce(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``functools.reduce(fn, items[, initial])``: ``fn`` called from C on the running value."""
+    if len(args) not in (2, 3):
+        return None
+    if _for_real(run, args):
+        return None
+    fn, source = args[0], args[1]
+    items = run.iterate(source)
+    if items is None:
+        acc = args[2] if len(args) == 3 else element_of(source)
+        for item in _items(run, source, "functools.reduce"):
+            acc = run.call(fn, [acc, item], {})
+        return acc
+    rest = list(items)
+    if len(args) == 3:
+        acc = args[2]
+    elif rest:
+        acc, rest = rest[0], rest[1:]
+    else:
+        return Opaque("reduce of an empty sequence raises")
+    for item in rest:
+        acc = run.call(fn, [acc, item], {})
+    return acc
