@@ -43,11 +43,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from types import CodeType
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
+from .callbacks import callback_handlers
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
-from .callbacks import callback_handlers
+from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER, MAX_UNROLL,
@@ -613,6 +614,10 @@ class Interpreter:
         or a plain Python object such as a cache made inside forward), else opaque."""
         if not self.host.is_module_class(cls):
             init = class_attr(cls, "__init__")
+            if is_named_tuple(cls):
+                return build_named_tuple(self, cls, args, kwargs)
+            if cls.__new__ is object.__new__ and dataclasses.is_dataclass(cls) and generated(init):
+                return build_dataclass(self, cls, args, kwargs)
             if cls.__new__ is object.__new__ and isinstance(init, types.FunctionType):
                 instance = Instance(cls)
                 self.run_live_function(init, [instance, *args], kwargs)
@@ -704,6 +709,11 @@ class Interpreter:
         return self.run_code(src, node, fn.__code__, fn.__globals__, [closure], closure_id,
                              owner.obj if isinstance(owner, Known) else None,
                              defaults, kw_defaults, args, kwargs)
+
+    def placeholder_frame(self, code: CodeType) -> Frame:
+        """A frame of Python generated without source (a dataclass's ``__init__``), whose
+        behaviour the prediction knows: it holds only the place of each call it makes."""
+        return Frame(code, cast(SourceFile, None), cast(ast.AST, None), {}, [], {})
 
     def run_function(self, fn: Function, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Interpret a function defined by the code being read."""
@@ -931,6 +941,9 @@ class Interpreter:
             return self.known_attribute(value.obj, name, node)
         if isinstance(value, Instance):
             return self.instance_attribute(value, name, node)
+        fields = getattr(value.kind, "_fields", ()) if isinstance(value, Seq) else ()
+        if isinstance(value, Seq) and name in fields and not value.unsure:
+            return value.items[fields.index(name)]  # a named tuple's field
         if isinstance(value, (Seq, Dict)):
             return Bound(Known(PyMethod(name)), value)
         if isinstance(value, Function):
@@ -1000,6 +1013,8 @@ class Interpreter:
     def instance_attribute(self, inst: Instance, name: str, node: Optional[ast.AST]) -> Value:
         if name in inst.attrs:
             return inst.attrs[name]
+        if name == "__class__":
+            return Known(inst.cls)
         static = class_attr(inst.cls, name)
         if static is None:
             if name == "training":

@@ -288,7 +288,8 @@ def concrete(value: Value) -> tuple[bool, Any]:
     if isinstance(value, Seq) and not value.unsure:
         items = [concrete(v) for v in value.items]
         if all(ok for ok, _ in items):
-            return True, value.kind(obj for _, obj in items)
+            objs = [obj for _, obj in items]
+            return True, value.kind._make(objs) if hasattr(value.kind, "_make") else value.kind(objs)
     if isinstance(value, Dict):
         pairs = [(k, concrete(v)) for k, v in value.items.items()]
         if all(ok and type(k) is not object for k, (ok, _) in pairs):

@@ -9,6 +9,7 @@ import collections
 import collections.abc
 import dataclasses
 import functools
+import typing
 from typing import Any
 
 import torch
@@ -320,12 +321,56 @@ class ListUnderBranch(nn.Module):
         return x
 
 
+def _zeros() -> torch.Tensor:
+    return torch.zeros(4)
+
+
+@dataclasses.dataclass
+class Scores:
+    """A dataclass: ``__init__`` generated (no source), a default factory that runs an op, an
+    ``InitVar`` and a ``__post_init__`` that runs ops."""
+
+    hidden: torch.Tensor
+    scale: dataclasses.InitVar[float] = 2.0
+    bias: torch.Tensor = dataclasses.field(default_factory=_zeros)
+
+    def __post_init__(self, scale: float) -> None:
+        self.scaled = self.hidden * scale + self.bias
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    first: torch.Tensor
+    second: torch.Tensor
+
+
+class Point(typing.NamedTuple):
+    x: torch.Tensor
+    y: torch.Tensor
+    w: float = 1.0
+
+
+Span = collections.namedtuple("Span", ["start", "end"])
+
+
+class Records(nn.Module):
+    """Records whose constructors Python generates: dataclasses (plain, frozen and replaced),
+    ``typing.NamedTuple`` and ``collections.namedtuple``."""
+
+    def forward(self, x):
+        scores = Scores(x.tanh(), 3.0)
+        pair = dataclasses.replace(Pair(x.relu(), x.sin()), second=x.cos())
+        point = Point(x * 2, y=x + 1)
+        start, end = Span(x.exp(), x.abs())
+        return scores.scaled + pair.second + point.x * point.w + point.y + start - end
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
-             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions]
+             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     return out
