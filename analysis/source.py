@@ -17,8 +17,12 @@ Torch-free; files are read through :mod:`linecache`, so ``exec`` code registered
 
 from __future__ import annotations
 
+import __future__
+
 import ast
+import functools
 import linecache
+import operator
 import sys
 from dataclasses import dataclass, field
 from types import CodeType
@@ -88,37 +92,86 @@ class SourceFile:
         return None
 
 
-_files: PerFile[SourceFile] = PerFile()
+class _File:
+    """What is kept of one source file: its lines as :mod:`linecache` gave them, the
+    definitions read from it one by one, and the whole file once something needed it."""
+
+    __slots__ = ("lines", "defs", "whole", "_imports")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._imports: Optional[str] = None
+        #: ``(first line, name, qualified name)`` of a live code object -> its definition read
+        #: alone (``None``: it cannot be read alone, see :func:`_definition`).
+        self.defs: dict[tuple[int, str, str], Optional[tuple[SourceFile, ast.AST]]] = {}
+        self.whole: Optional[SourceFile] = None
+
+    @property
+    def imports(self) -> str:
+        """``import a, b``: the names the file imports at module level (``""``: none)."""
+        if self._imports is None:
+            names = _module_imports(self.lines)
+            self._imports = f"import {', '.join(names)}\n" if names else ""
+        return self._imports
 
 
-def source_of_code(code: CodeType) -> tuple[SourceFile, ast.AST]:
-    """The source file of a live code object and the syntax node it was compiled from.
+_files: PerFile[_File] = PerFile()
+#: Compiler flags of every ``from __future__`` feature (a code object carries those it was compiled with).
+_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                                for name in __future__.all_feature_names))
 
-    Raises :class:`SourceUnavailableError` when the source cannot be read (a REPL, ``exec``
-    without :mod:`linecache`, a C extension) or no longer matches the code.
+
+def source_of_code(code: CodeType, qualname: Optional[str] = None) -> tuple[SourceFile, ast.AST]:
+    """The source of a live code object and the syntax node it was compiled from.
+
+    A function or method is read alone (its lines, under headers standing for the classes
+    around it: see :func:`_definition`), far cheaper than its whole file; when that is not
+    possible (a function nested in a function, a definition that does not compile alone to
+    the same bytecode) the whole file is read. ``qualname`` is the function's
+    ``__qualname__`` (3.10 code objects do not carry it). Raises
+    :class:`SourceUnavailableError` when the source cannot be read (a REPL, ``exec`` without
+    :mod:`linecache`, a C extension) or no longer matches the code.
     """
-    src = source_file(code.co_filename)
-    node = src.node_of(code)
+    entry = _file(code.co_filename)
+    qualname = getattr(code, "co_qualname", qualname)
+    if qualname is not None:
+        key = (code.co_firstlineno, code.co_name, qualname)
+        if key not in entry.defs:
+            entry.defs[key] = _definition(code, entry, qualname)
+        alone = entry.defs[key]
+        if alone is not None and alone[0].codes[id(alone[1])].co_code == code.co_code:
+            return alone
+    if entry.whole is None:
+        entry.whole = _build(code.co_filename, "".join(entry.lines))
+    node = entry.whole.node_of(code)
     if node is None:
         raise SourceUnavailableError(
             f"the source of {code.co_name} ({code.co_filename}:{code.co_firstlineno}) does not match "
             "its compiled code: the file changed after it was imported; reload the module"
         )
-    return src, node
+    return entry.whole, node
 
 
 def source_file(filename: str) -> SourceFile:
-    """Parse, compile and align ``filename`` (cached per file and text)."""
-    text = "".join(linecache.getlines(filename) or _frozen_lines(filename))
-    if not text:
+    """Parse, compile and align the whole of ``filename`` (cached per file and text)."""
+    entry = _file(filename)
+    if entry.whole is None:
+        entry.whole = _build(filename, "".join(entry.lines))
+    return entry.whole
+
+
+def _file(filename: str) -> _File:
+    """The cache entry of ``filename``, new when :mod:`linecache` gives other lines."""
+    lines = linecache.getlines(filename) or _frozen_lines(filename)
+    if not lines:
         raise SourceUnavailableError(
             f"no source for {filename!r}: code defined in a REPL, by exec without linecache or in a "
             "C extension cannot be predicted; define it in a .py file"
         )
-    cached = _files.get(filename)
-    if cached is None or cached.text != text:
-        cached = _files.remember(filename, _build(filename, text), len(text))
-    return cached
+    entry = _files.get(filename)
+    if entry is None or entry.lines is not lines and entry.lines != lines:
+        entry = _files.remember(filename, _File(lines), sum(map(len, lines)))
+    return entry
 
 
 def _frozen_lines(filename: str) -> list[str]:
@@ -130,9 +183,100 @@ def _frozen_lines(filename: str) -> list[str]:
     return linecache.getlines(path) if path else []
 
 
-def _build(filename: str, text: str) -> SourceFile:
+def _definition(code: CodeType, file: _File, qualname: str) -> Optional[tuple[SourceFile, ast.AST]]:
+    """A function or method read alone: the outermost function around it (itself, when it is
+    not nested in one) at its own line numbers and columns, after one header line per class
+    around that (``class GPT2Attention:``, which gives the same name mangling and
+    ``__class__`` cell) or ``if 1:`` for a function indented at module level, and a first
+    line importing the names the file imports (the compiler reads ``x.f()`` differently when
+    ``x`` was imported). ``None`` when that cannot stand for the file: module code, too few
+    lines above it, an enclosing function not found, or text that does not compile alone to
+    a code object like ``code``. The caller still checks the bytecode is the live code's."""
+    parts = qualname.split(".")
+    outer = parts[:parts.index("<locals>")] if "<locals>" in parts else parts
+    first, lines = code.co_firstlineno, file.lines
+    if code.co_name == "<module>" or not outer or not 0 < first <= len(lines):
+        return None
+    start = first if outer is parts else _enclosing_def(lines, first, outer[-1])
+    if start is None:
+        return None
+    indent = _indent(lines[start - 1])
+    headers = [f"{' ' * k}class {name}:\n" for k, name in enumerate(outer[:-1])] or (["if 1:\n"] if indent else [])
+    above = [file.imports] if file.imports else []
+    if len(headers) > min(indent, start - 1 - len(above)):
+        return None
+    end = max([first, *(line for each in walk_codes(code) for _, _, line in each.co_lines() if line is not None)])
+    while end < len(lines) and (_indent(lines[end]) > indent or lines[end].lstrip()[:1] in _CONTINUED):
+        end += 1  # the rest of the outer function, continuation lines, blank lines and comments
+    text = "".join(above + ["\n"] * (start - 1 - len(above) - len(headers)) + headers + lines[start - 1:end])
     try:
-        compiled = compile_twice(text, filename, NODES)
+        src = _build(code.co_filename, text, code.co_flags & _FUTURE_FLAGS)
+    except SourceUnavailableError:
+        return None
+    node = src.node_of(code)
+    return None if node is None else (src, node)
+
+
+def _enclosing_def(lines: list[str], first: int, name: str) -> Optional[int]:
+    """The line of the nearest ``def name(`` above line ``first``, indented less than it."""
+    below = _indent(lines[first - 1])
+    for at in range(first - 1, 0, -1):
+        line = lines[at - 1]
+        stripped = line.lstrip(" ")
+        if stripped.startswith(("def ", "async def ")) and _indent(line) < below:
+            if stripped.split("def ", 1)[1].lstrip().startswith(name + "("):
+                return at
+            below = _indent(line)  # an enclosing function of another name: look further out
+    return None
+
+
+#: First characters of a line that belongs to the statement above it, whatever its indent
+#: (``)`` closing a call; a blank line; a comment).
+_CONTINUED = frozenset({")", "]", "}", "", "#"})
+
+
+def _module_imports(lines: list[str]) -> list[str]:
+    """Names bound by ``import`` statements at module level (at column 0 or in a block of
+    module-level code such as ``if``/``try``), found line by line; a missed or extra name
+    only makes a definition read alone not match, and the whole file is read instead."""
+    names: list[str] = []
+    at_module = True  # whether indented lines are module-level code (not in a def or class)
+    statement: list[str] = []
+    for line in lines:
+        stripped = line.lstrip()
+        if statement:
+            statement.append(stripped)
+            if ")" in stripped:
+                names += _imported("".join(statement))
+                statement = []
+            continue
+        if line[:1].isalpha() or line[:1] == "@":
+            at_module = not stripped.startswith(("def ", "class ", "async ", "@"))
+        if at_module and stripped.startswith(("import ", "from ")):
+            if "(" in stripped and ")" not in stripped:
+                statement = [stripped]
+            else:
+                names += _imported(stripped)
+    return list(dict.fromkeys(names))
+
+
+def _imported(statement: str) -> list[str]:
+    try:
+        tree = ast.parse(statement)
+    except SyntaxError:
+        return []
+    return [alias.asname or alias.name.split(".")[0] for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and getattr(node, "module", None) != "__future__"
+            for alias in node.names if alias.name != "*"]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _build(filename: str, text: str, flags: int = 0) -> SourceFile:
+    try:
+        compiled = compile_twice(text, filename, NODES, flags)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         raise SourceUnavailableError(f"cannot compile {filename!r}: {error}") from error
     src = SourceFile(filename, text, compiled.tree)
