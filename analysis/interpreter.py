@@ -682,7 +682,7 @@ class Interpreter:
             return emulated
         started = time.perf_counter()
         try:
-            src, node = source_of_code(fn.__code__)
+            src, node = source_of_code(fn.__code__, fn.__qualname__)
         except SourceUnavailableError as error:
             self.gap(f"{fn.__qualname__}: {error}")  # Python that may run ops, whatever its arguments
             return Opaque(f"{fn.__qualname__}: {error}")
