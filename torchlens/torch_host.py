@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import threading
 import types
 import warnings
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -361,9 +363,10 @@ class FakeShapes:
     shapes, output counts and shape-dependent branches follow the run exactly.
 
     Live inputs, parameters and buffers are converted once (the fakes are copies: an in-place
-    op changes the fake, never the model); an op with an input whose shape is unknown, or
-    whose output shape depends on data (``nonzero``, ``item``), gives :data:`_UNKNOWN`.
-    Nothing runs on real data and no random number is drawn.
+    op changes the fake, never the model), and kept for the next prediction in this thread
+    (:class:`_KeptFakes`); an op with an input whose shape is unknown, or whose output shape
+    depends on data (``nonzero``, ``item``), gives :data:`_UNKNOWN`. Nothing runs on real
+    data and no random number is drawn.
     """
 
     def __init__(self) -> None:
@@ -387,16 +390,15 @@ class FakeShapes:
 
     def fake(self, tensor: torch.Tensor) -> Any:
         """The fake of a live tensor (the same one each time), or ``None`` if it has none."""
+        mode = self._fake_mode()
         try:
-            return self._fake_mode().from_tensor(tensor)
+            return _kept().fake(mode, tensor)
         except Exception:  # noqa: BLE001 - a tensor subclass or layout fakes do not support
             return None
 
     def _fake_mode(self) -> Any:
         if self._mode is None:
-            from torch._subclasses.fake_tensor import FakeTensorMode
-
-            self._mode = FakeTensorMode(allow_non_fake_inputs=True)
+            self._mode = _kept().mode()
         return self._mode
 
     def _plain(self, value: Value) -> Any:
@@ -413,6 +415,69 @@ class FakeShapes:
         if isinstance(value, TensorTuple) and value.metas is not None:
             return value.metas
         raise _NoShape
+
+
+def _signature(tensor: torch.Tensor) -> tuple:
+    """All a fake copies from a tensor (not its data, nor the version counter of its data)."""
+    return (type(tensor), tensor.shape, tensor.stride(), tensor.storage_offset(), tensor.dtype, tensor.device,
+            tensor.layout, tensor.requires_grad, tensor.is_conj(), tensor.is_neg())
+
+
+class _KeptFakes:
+    """The fake-tensor mode and the fakes made in it, kept from one prediction to the next.
+
+    Converting GPT-2's 149 parameters costs more than predicting from cached source, so a
+    fake outlives its prediction; but never stale: when a prediction starts, every kept
+    fake is checked against its tensor (shape, strides, dtype, device, ``requires_grad``,
+    type: :func:`_signature`) and against itself (an in-place op of an earlier prediction
+    bumps its version counter or changes its shape). If any differs, or more than
+    :data:`_KEPT` are kept, the mode and all its fakes are dropped and the prediction starts
+    a new mode (the mode's own memo would otherwise hand back the old fake). One per thread:
+    a mode is not shared across threads.
+    """
+
+    def __init__(self) -> None:
+        self._mode: Any = None
+        #: ``id(tensor)`` -> (weak reference, its signature, its fake, the fake's signature and version).
+        self._entries: dict[int, tuple[weakref.ref, tuple, Any, tuple]] = {}
+
+    def mode(self) -> Any:
+        """The mode of a prediction starting now (a new one if any kept fake is stale)."""
+        if self._mode is None or len(self._entries) > _KEPT or not all(
+                _signature(tensor) == live and (*_signature(fake), fake._version) == made
+                for ref, live, fake, made in self._entries.values() if (tensor := ref()) is not None):
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            self._mode = FakeTensorMode(allow_non_fake_inputs=True)
+            self._entries = {}
+        return self._mode
+
+    def fake(self, mode: Any, tensor: torch.Tensor) -> Any:
+        if mode is not self._mode:  # another prediction in this thread started a new mode since
+            return mode.from_tensor(tensor)
+        entry = self._entries.get(id(tensor))
+        if entry is not None and entry[0]() is tensor:
+            return entry[2]
+        fake = mode.from_tensor(tensor)
+        key, entries = id(tensor), self._entries
+
+        def forget(_: object) -> None:  # a dead tensor's id may be reused: its fake goes with it
+            entries.pop(key, None)
+
+        entries[key] = (weakref.ref(tensor, forget), _signature(tensor), fake, (*_signature(fake), fake._version))
+        return fake
+
+
+#: Fakes kept at most (past it, the next prediction starts afresh).
+_KEPT = 10_000
+_local = threading.local()
+
+
+def _kept() -> _KeptFakes:
+    kept = getattr(_local, "fakes", None)
+    if kept is None:
+        kept = _local.fakes = _KeptFakes()
+    return kept
 
 
 def _holds_tensor(obj: Any) -> bool:

@@ -1,0 +1,98 @@
+"""What ``tl.predict`` keeps from one prediction to the next (fakes of tensors, source read
+per definition) is never served stale: a changed parameter, buffer, input or source file
+gives the answer a fresh process would."""
+
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import sys
+
+import torch
+from torch import nn
+
+import torchlens as tl
+
+
+class ShapeBranch(nn.Module):
+    """Takes one branch or the other by a parameter's shape and dtype."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 2))
+
+    def forward(self, x):
+        w = self.w * 1  # its shape and dtype come from the fake of self.w
+        if w.shape[0] > 3:
+            x = torch.tanh(x)
+        if w.dtype == torch.float64:
+            x = torch.sigmoid(x)
+        return x @ w.T
+
+
+def _ops(pred) -> list[str]:
+    return [layer.func_name for layer in pred.layers]
+
+
+def test_a_parameter_changed_in_place_is_seen_by_the_next_prediction() -> None:
+    model, x = ShapeBranch(), torch.randn(1, 2)
+    before = _ops(tl.predict(model, x))
+    assert "tanh" not in before and "sigmoid" not in before
+    model.w.data = torch.randn(5, 2)  # the same Parameter object, another shape
+    assert before == ["mul", "T", "matmul"]
+    assert _ops(tl.predict(model, x)) == ["mul", "tanh", "T", "matmul"]
+    model.double()  # the same Parameter object, another dtype
+    assert _ops(tl.predict(model, x.double())) == ["mul", "tanh", "sigmoid", "T", "matmul"]
+    assert _ops(tl.predict(ShapeBranch(), x)) == before
+
+
+class GrowsItsBuffer(nn.Module):
+    """An in-place op changes a buffer's shape during the (abstract) run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("b", torch.zeros(4))
+
+    def forward(self, x):
+        if self.b.dim() == 1:
+            x = torch.tanh(x)
+        self.b.unsqueeze_(0)
+        return x + self.b
+
+
+def test_a_fake_changed_by_an_earlier_prediction_is_not_reused() -> None:
+    """The fake of ``b`` is unsqueezed by the first prediction; the model's buffer is not, so
+    the second prediction must see a 1-d buffer again."""
+    model, x = GrowsItsBuffer(), torch.randn(4)
+    first = _ops(tl.predict(model, x))
+    assert model.b.dim() == 1 and "tanh" in first
+    assert _ops(tl.predict(model, x)) == first
+
+
+def test_an_input_of_another_shape_is_seen() -> None:
+    class ByInput(nn.Module):
+        def forward(self, x):
+            return [torch.tanh(part) for part in x.unbind(0)]
+
+    model = ByInput()
+    assert _ops(tl.predict(model, torch.randn(2, 3))).count("tanh") == 1  # one site, 2 passes
+    assert tl.predict(model, torch.randn(2, 3)).layers[-1].count.lo == 2
+    assert tl.predict(model, torch.randn(5, 3)).layers[-1].count.lo == 5
+
+
+def test_a_source_file_edited_and_reloaded_is_read_again(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "reloaded_model.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+                    "    def forward(self, x):\n        return torch.tanh(x)\n")
+
+    def load():
+        spec = importlib.util.spec_from_file_location("reloaded_model", path)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, "reloaded_model", module)
+        spec.loader.exec_module(module)
+        return module
+
+    assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["tanh"]
+    path.write_text(path.read_text().replace("return torch.tanh(x)", "return torch.sigmoid(x).exp()"))
+    linecache.checkcache(str(path))
+    assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["sigmoid", "exp"]
