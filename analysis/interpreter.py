@@ -631,6 +631,11 @@ class Interpreter:
                     may_hold_tensor(v) for v in (*args, *kwargs.values())):
                 return Opaque(made.why, Nature.NUMBER)  # an object that neither is nor holds a tensor
             return made
+        if self.recording and any(isinstance(e, Frame) for e in self.stack):  # not the model's __init__
+            why = (f"{cls.__qualname__} built while the model runs{self.where()}: a module made in forward is "
+                   "not part of the model; its construction and calls are not predicted (build it in __init__)")
+            self.gap(why)
+            return Opaque(f"{cls.__qualname__} built in forward{self.where()}")
         instance = Instance(cls)
         items = self.host.container_items(cls, args)
         if items is not None:

@@ -33,6 +33,8 @@ REPORTED = {
     "BigWhile": f"while at {line_of(H.BigWhile, 'while ')} in BigWhile.forward ran past 10,000 passes",
     "Recurse": "recursion deeper than 24 calls",
     "Lost": "cannot be read (no Python source)",
+    "ModuleInForward": f"ReLU built while the model runs at {line_of(H.ModuleInForward, 'nn.ReLU()')}",
+    "ExecFunction": "scaled_tanh: no source for '<string>'",
 }
 
 

@@ -365,6 +365,39 @@ class Records(nn.Module):
         return scores.scaled + pair.second + point.x * point.w + point.y + start - end
 
 
+class ModuleInForward(nn.Module):
+    """Modules made while the model runs: not part of it (the capture names them ``<ReLU#2>``)."""
+
+    def forward(self, x):
+        self.helper = nn.ReLU()
+        return nn.Softmax(-1)(self.helper(x)).relu()
+
+
+_namespace: dict = {"torch": torch}
+exec("def scaled_tanh(x):\n    y = torch.tanh(x)\n    return y * 2\n", _namespace)
+
+
+class ExecFunction(nn.Module):
+    """A function built by ``exec`` of a string: its bytecode is there, its source is not."""
+
+    def forward(self, x):
+        return _namespace["scaled_tanh"](x) + 1
+
+
+class Packed(nn.Module):
+    """An RNN over a packed sequence (``pack_padded_sequence``/``pad_packed_sequence``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(4, 5, batch_first=True)
+
+    def forward(self, x):
+        packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([3, 2, 1]), batch_first=True)
+        out, h = self.rnn(packed)
+        padded, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        return padded.sum() + h.sum()
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -373,4 +406,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
+    out["ModuleInForward"] = (ModuleInForward(), (x,))
+    out["ExecFunction"] = (ExecFunction(), (x,))
+    out["Packed"] = (Packed(), (torch.randn(3, 3, 4),))
     return out
