@@ -445,7 +445,7 @@ class _KeptFakes:
         """The mode of a prediction starting now (a new one if any kept fake is stale)."""
         if self._mode is None or len(self._entries) > _KEPT or not all(
                 _signature(tensor) == live and (*_signature(fake), fake._version) == made
-                for ref, live, fake, made in self._entries.values() if (tensor := ref()) is not None):
+                for ref, live, fake, made in list(self._entries.values()) if (tensor := ref()) is not None):
             from torch._subclasses.fake_tensor import FakeTensorMode
 
             self._mode = FakeTensorMode(allow_non_fake_inputs=True)
