@@ -76,12 +76,21 @@ def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: 
 def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
     """Op indices of the tensors a module call takes (one level into lists, tuples, dicts)."""
     found: dict[int, None] = {}
-    for value in (*args, *kwargs.values()):
-        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else (value,)
+    producer = capture.producer
+    for value in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(value, torch.Tensor):
+            items: Any = (value,)
+        elif isinstance(value, (list, tuple)):
+            items = value
+        elif isinstance(value, dict):
+            items = value.values()
+        else:
+            continue
         for item in items:
-            index = capture.producer.get(id(item)) if isinstance(item, torch.Tensor) else None
-            if index is not None:
-                found[index] = None
+            if isinstance(item, torch.Tensor):
+                index = producer.get(id(item))
+                if index is not None:
+                    found[index] = None
     return list(found)
 
 

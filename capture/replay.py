@@ -2,9 +2,10 @@
 
 A :class:`RecordedCall` owns what it holds: argument structures are copied when the call is
 recorded (a list the model appends to later is not the list the call saw), tensor arguments
-that an op produced are dropped at the end of the capture (replay reads them from that op's
-saved output), and every other tensor argument (a parameter, a module attribute, a constant)
-is replaced by a snapshot, so nothing the model or the caller does afterwards reaches it.
+that an op produced are dropped then too (replay reads them from that op's saved output), and
+every other tensor argument (a parameter, a module attribute, a constant) is replaced by a
+snapshot at the end of the capture, so nothing the model or the caller does afterwards
+reaches it.
 :class:`GlobalState` is the global torch state the capture ran under, restored for a replay.
 """
 
@@ -54,8 +55,8 @@ class RecordedCall:
     #: The callable torch dispatched (``torch.tanh``, ``Tensor.add``, a ScriptModule, a
     #: ``torch.func`` implementation).
     func: Callable
-    #: The arguments as passed, lists copied at call time; after the capture, :data:`PRODUCED`
-    #: for a tensor an op made and a snapshot for any other tensor.
+    #: The arguments as passed, lists copied and :data:`PRODUCED` for a tensor an op made;
+    #: after the capture, a snapshot for any other tensor.
     args: tuple
     kwargs: dict
     #: For each tensor argument, in :func:`substitute` order, its :data:`Source`.
@@ -147,21 +148,6 @@ class GlobalState:
         state.modes[0].apply()
 
 
-def freeze(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """The arguments with every list argument copied, so later changes to a list the model
-    keeps (``feats.append(...)`` after ``torch.cat(feats, 1)``) do not reach the record."""
-    for value in args:
-        if type(value) is list:
-            args = tuple(list(v) if type(v) is list else v for v in args)
-            break
-    if kwargs:
-        for value in kwargs.values():
-            if type(value) is list:
-                kwargs = {k: list(v) if type(v) is list else v for k, v in kwargs.items()}
-                break
-    return args, kwargs
-
-
 def tensor_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
     """The tensor arguments of a call, in :func:`substitute` order."""
     found: list[torch.Tensor] = []
@@ -177,7 +163,7 @@ def tensor_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
 def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) -> tuple[tuple, dict]:
     """Rebuild ``args``/``kwargs`` with ``replace(k, tensor)`` for the k-th tensor argument.
 
-    The order is the capture's (``Capture._inputs_of``): positional, then keyword values, one
+    The order is the capture's (``Capture._read``): positional, then keyword values, one
     level into plain lists and tuples. A :data:`PRODUCED` marker counts as a tensor argument.
     """
     k = 0
@@ -202,10 +188,13 @@ def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) ->
 
 
 def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor]) -> RecordedCall:
-    """The call as a trace keeps it: produced tensors dropped, every other tensor owned."""
+    """The call as a trace keeps it: every tensor argument no op produced owned (the call
+    itself when there is none)."""
+    if -1 not in call.sources:
+        return call
 
     def keep(k: int, tensor: Any) -> Any:
-        return own(tensor) if call.sources[k] == -1 else PRODUCED
+        return own(tensor) if call.sources[k] == -1 else tensor
 
     args, kwargs = substitute(call.args, call.kwargs, keep)
     return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots, call.modes)

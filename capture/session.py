@@ -39,7 +39,7 @@ from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
 from .patches import Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
-from .replay import Aliased, GlobalState, ModesJournal, RecordedCall, Source, freeze, tensor_args
+from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, RecordedCall, Source, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -49,6 +49,7 @@ _Tensor = torch.Tensor
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
 _CALL_IMPL_FUNC = nn.Module._call_impl
+_ScriptModule = torch.jit.ScriptModule
 #: torch's process-wide buffer-registration hooks (also run by ``module.buffer = t``).
 _BUFFER_HOOKS = torch.nn.modules.module._global_buffer_registration_hooks
 _push_mode = torch._C._push_on_torch_function_stack
@@ -242,17 +243,21 @@ class Capture(LeavesStack, TorchFunctionMode):
                 return
         else:
             return
-        sources, params = self._inputs_of(args, kwargs)
-        parents = [s if isinstance(s, int) else s.writer for s in sources if s != -1]
+        sources: list[Source] = []
+        parents: list[int] = []
+        read: list[str] = []
+        call_args = tuple([self._read(value, sources, parents, read) for value in args])
+        call_kwargs = {k: self._read(v, sources, parents, read) for k, v in kwargs.items()} if kwargs else {}
+        params = tuple(read)
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
         replay = None
         if self.keep_all:
             snapshots = self._alias_snapshots(args, kwargs, sources) if self.storage_writer else {}
-            replay = RecordedCall(func, *freeze(args, kwargs), sources, snapshots, self.modes.index)
+            replay = RecordedCall(func, call_args, call_kwargs, sources, snapshots, self.modes.index)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
-                              tensor.dtype, parents, params, replay=replay))
+                              tensor.dtype, parents, params, None, replay))
 
     def add_op(self, op: RawOp) -> int:
         """Append a recorded op, dropping its output unless it is selected; return its index."""
@@ -322,26 +327,40 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.raw.buffer_values = {address: (None, None) for address in self.raw.buffer_values}
         self.raw.state = None
 
-    def _inputs_of(self, args: tuple, kwargs: dict) -> tuple[list[Source], tuple[str, ...]]:
-        """The :data:`~capture.replay.Source` of each tensor argument and the parameters read.
+    def _read(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
+        """One argument of a recorded call as its :class:`~capture.replay.RecordedCall` keeps it,
+        noting the tensors it reads: a tensor an op produced becomes
+        :data:`~capture.replay.PRODUCED` (replay reads that op's value), a plain list is copied
+        (later changes to a list the model keeps do not reach the record).
 
         Tensor arguments are visited in :func:`capture.replay.substitute`'s order: positional
         then keyword values, one level into plain lists and tuples.
         """
-        sources: list[Source] = []
-        params: list[str] = []
-        producer, refs, writers = self.producer, self.refs, self.storage_writer
-        for value in (*args, *kwargs.values()) if kwargs else args:
-            if isinstance(value, _Tensor):
-                # The common case inline: the output of an op, no weak check, no aliased write.
-                index = producer.get(id(value))
-                sources.append(self._source(value, params) if index is None or refs is not None or writers
-                               else index)
-            elif type(value) is list or type(value) is tuple:
-                for item in value:
-                    if isinstance(item, _Tensor):
-                        sources.append(self._source(item, params))
-        return sources, tuple(params)
+        if isinstance(value, _Tensor):
+            return self._read_tensor(value, sources, parents, params)
+        if type(value) is list or type(value) is tuple:
+            return type(value)([self._read_tensor(item, sources, parents, params) if isinstance(item, _Tensor)
+                                else item for item in value])
+        return value
+
+    def _read_tensor(self, tensor: _Tensor, sources: list[Source], parents: list[int], params: list[str]) -> Any:
+        index = self.producer.get(id(tensor))
+        source: Source
+        if index is not None and self.refs is None and not self.storage_writer:
+            source = index  # an op's output, no weak check, no aliased write: the common case
+        elif index is None and id(tensor) in self.param_names:
+            params.append(self.param_names[id(tensor)])
+            source = -1
+        else:
+            source = self._source(tensor, params)
+        sources.append(source)
+        if isinstance(source, Aliased):
+            parents.append(source.writer)
+        elif source >= 0:
+            parents.append(source)
+        else:
+            return tensor
+        return PRODUCED
 
     def _source(self, tensor: _Tensor, params: list[str]) -> Source:
         """The op whose output ``tensor`` is (a buffer's version included), or -1.
@@ -448,27 +467,31 @@ class Capture(LeavesStack, TorchFunctionMode):
                 "replicas in threads): trace the module on one thread, e.g. trace `model.module` "
                 "for a DataParallel model"
             ))
-        index = self._module(module)
+        index = self.module_index.get(id(module))
+        if index is None:
+            index = self._module(module)
         record = self.raw.modules[index]
         record.num_calls += 1
         call = len(self.raw.calls)
         self.raw.calls.append((index, record.num_calls))
-        self.raw.call_io.append(RawCall(self.stack[-1] if self.stack else -1, call_inputs(self, args, kwargs)))
+        stack = self.stack
+        io = RawCall(stack[-1] if stack else -1, call_inputs(self, args, kwargs), [])
+        self.raw.call_io.append(io)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
-        script = isinstance(module, torch.jit.ScriptModule)
+        script = isinstance(module, _ScriptModule)
         outermost = script and not self.suspended
         self.suspended += script
+        stack.append(call)
         try:
-            self.stack.append(call)
             out = _CALL_IMPL_FUNC(module, *args, **kwargs)
         except Exception as error:
             self._annotate(error, None, None)
             raise
         finally:
-            self.stack.pop()
+            stack.pop()
             self.suspended -= script
-        self.raw.call_io[call].outputs = call_outputs(self, out)
+        io.outputs = call_outputs(self, out)
         if outermost:
             self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
         if self.containers:
