@@ -27,15 +27,16 @@ user's process has imported it already (no JAX value can exist otherwise).
 
 from __future__ import annotations
 
-import enum
 import sys
 from dataclasses import dataclass
 from typing import Any
 
+from .named import NamedEnum
+
 __all__ = ["ContainerCapability", "Detector", "Capabilities", "TORCH", "JAX", "BACKENDS", "jax_claims"]
 
 
-class ContainerCapability(str, enum.Enum):
+class ContainerCapability(NamedEnum):
     """How much of a container's structure a backend records (spec: containers.txt)."""
 
     #: Kinds, types, keys and constants: the value can be rebuilt (``Container.reconstruct``).
@@ -46,7 +47,7 @@ class ContainerCapability(str, enum.Enum):
     NONE = "none"
 
 
-class Detector(str, enum.Enum):
+class Detector(NamedEnum):
     """Which grouping ran: ``trace.options.grouping_policy["detector"]`` (spec: grouping.txt)."""
 
     #: The call-site rule: scope, call site, operation, output slot.

@@ -13,14 +13,11 @@ from typing import Any
 
 import torch
 
-from .containers import (
-    CONST, LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_INPUT, MODULE_OUTPUT, ContainerSpec, RawContainer,
-    flatten, flatten_call, leaf_paths,
-)
+from .containers import ContainerSpec, NodeKind, RawContainer, Role, flatten, flatten_call, leaf_paths
 from .record import INPUT, OUTPUT
 
 #: Which roots claim an op first when its tensor sits in several.
-_CLAIM_ORDER = (MODEL_OUTPUT_ROLE, MODEL_INPUT, MODULE_OUTPUT, MODULE_INPUT)
+_CLAIM_ORDER = (Role.MODEL_OUTPUT, Role.MODEL_INPUT, Role.MODULE_OUTPUT, Role.MODULE_INPUT)
 
 
 def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -36,7 +33,7 @@ def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]
             index = len(capture.raw.ops) - 1
         ops.append(index)
     if capture.containers:
-        capture.raw.containers.append(RawContainer(MODEL_INPUT, "input", flat.spec, ops))
+        capture.raw.containers.append(RawContainer(Role.MODEL_INPUT, "input", flat.spec, ops))
     return flat.leaves
 
 
@@ -48,7 +45,7 @@ def record_output(capture: Any, output: Any, keep_values: bool = True) -> None:
     for tensor in flat.leaves:
         capture.add_boundary(OUTPUT, tensor)
         ops.append(len(capture.raw.ops) - 1)
-    capture.raw.containers.insert(0, RawContainer(MODEL_OUTPUT_ROLE, "output", flat.spec, ops,
+    capture.raw.containers.insert(0, RawContainer(Role.MODEL_OUTPUT, "output", flat.spec, ops,
                                                  tuple(flat.leaves) if keep_values else None))
     if capture.containers:
         claim(capture.raw)
@@ -65,12 +62,12 @@ def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: 
     module, number = capture.raw.calls[call]
     label = f"{capture.raw.modules[module].address}:{number}"
     inputs = flatten_call(args, kwargs)
-    if any(child.kind not in (LEAF, CONST) and child.num_leaves for child in inputs.spec.children):
-        _add(capture, MODULE_INPUT, f"{label}/input", inputs.spec, inputs.leaves)
+    if any(child.kind not in (NodeKind.LEAF, NodeKind.CONST) and child.num_leaves for child in inputs.spec.children):
+        _add(capture, Role.MODULE_INPUT, f"{label}/input", inputs.spec, inputs.leaves)
     if not isinstance(out, torch.Tensor):
         result = flatten(out)
         if result.leaves:
-            _add(capture, MODULE_OUTPUT, f"{label}/output", result.spec, result.leaves)
+            _add(capture, Role.MODULE_OUTPUT, f"{label}/output", result.spec, result.leaves)
 
 
 def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
@@ -103,7 +100,7 @@ def call_outputs(capture: Any, out: Any) -> list[int]:
     return list(dict.fromkeys(i for i in (producer.get(id(t)) for t in flatten(out).leaves) if i is not None))
 
 
-def _add(capture: Any, role: str, root_id: str, spec: Any, leaves: list) -> None:
+def _add(capture: Any, role: Role, root_id: str, spec: Any, leaves: list) -> None:
     ops = [-1 if (index := capture.producer_of(tensor)) is None else index for tensor in leaves]
     capture.raw.containers.append(RawContainer(role, root_id, spec, ops))
 

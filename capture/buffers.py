@@ -25,11 +25,22 @@ from torch import nn
 
 from torchlens.analysis.errors import BufferWriteError
 
+from .named import NamedEnum
 from .record import BUFFER, RawCapture, RawOp
 from .walk import named_tensors
 
-#: Write kinds, as ``Op.buffer_write_kind`` reports them.
-REASSIGN, INPLACE, FUSED = "reassign", "inplace", "fused"
+
+class WriteKind(NamedEnum):
+    """How a buffer version was written, as ``Op.buffer_write_kind`` reports it (spec: buffers.txt)."""
+
+    #: ``self.b = tensor``: the attribute now holds another tensor.
+    REASSIGN = "reassign"
+    #: An in-place op on the buffer (``self.b.add_(1)``, ``self.b[0] = 1``).
+    INPLACE = "inplace"
+    #: A fused native kernel updated it (BatchNorm's running statistics in training).
+    FUSED = "fused"
+
+
 #: Ops whose kernels update running statistics in place -> index of their training flag.
 FUSED_MUTATORS = {"batch_norm": 5, "instance_norm": 5}
 
@@ -46,8 +57,8 @@ class BufferVersion:
     address: str
     #: 1-based observed version (``trace["bn.running_mean:2"]`` is version 2).
     version: int
-    #: ``None`` for the starting value, else :data:`REASSIGN`, :data:`INPLACE` or :data:`FUSED`.
-    write_kind: Optional[str]
+    #: ``None`` for the starting value.
+    write_kind: Optional[WriteKind]
     #: Whether the write changed the value (``None`` for the starting value, and on the meta
     #: device, where there are no values to compare).
     value_changed: Optional[bool]
@@ -122,7 +133,7 @@ class BufferJournal:
         if address is not None:
             buffer = self.current[address]
             sliced = target.shape != buffer.shape or target.storage_offset() != buffer.storage_offset()
-            self._write(address, INPLACE, buffer, writer, transition_only=sliced)
+            self._write(address, WriteKind.INPLACE, buffer, writer, transition_only=sliced)
 
     def before_fused(self, name: str, args: tuple) -> list[tuple[str, torch.Tensor]]:
         """Snapshot the buffers a fused mutator is about to update."""
@@ -144,7 +155,7 @@ class BufferJournal:
             changed = _changed(old, self.current[address])
             # Without values (meta tensors), a training-mode kernel is taken to have updated.
             if changed or training:
-                self._write(address, FUSED, self.current[address], writer, changed=changed)
+                self._write(address, WriteKind.FUSED, self.current[address], writer, changed=changed)
 
     def reassign(self, module: nn.Module, name: str, value: Any, place: Any) -> None:
         """Journal ``module.name = value`` for a registered buffer ``name``."""
@@ -158,9 +169,9 @@ class BufferJournal:
         self.address_of[id(value)] = address
         self.storage_of[storage_key(value)] = address
         producer = self.capture.producer_of(value)
-        self._write(address, REASSIGN, value, -1, parents=[] if producer is None else [producer], place=place)
+        self._write(address, WriteKind.REASSIGN, value, -1, parents=[] if producer is None else [producer], place=place)
 
-    def _write(self, address: str, kind: str, value: torch.Tensor, writer: int, *, parents: Optional[list] = None,
+    def _write(self, address: str, kind: WriteKind, value: torch.Tensor, writer: int, *, parents: Optional[list] = None,
                changed: Optional[bool] = None, place: Any = None, transition_only: bool = False) -> None:
         versions = self.versions.get(address) or [self._starting_value(address)]
         if changed is None:

@@ -23,20 +23,39 @@ from torchlens.analysis.caches import PerType
 from torchlens.analysis.errors import ContainerFlattenError
 
 from .backends import ContainerCapability
+from .named import NamedEnum
 from .opaque import tensors_inside
 
-#: Node kinds. ``ARGS`` is a call's positional and keyword arguments taken together.
-LEAF, CONST, OPAQUE = "leaf", "constant", "opaque"
-TUPLE, LIST, DICT, NAMEDTUPLE = "tuple", "list", "dict", "namedtuple"
-DATACLASS, MODEL_OUTPUT, CUSTOM, ARGS = "dataclass", "model_output", "custom", "args"
-#: Kinds whose children can also be reached by position.
-POSITIONAL = frozenset({TUPLE, LIST, CUSTOM, NAMEDTUPLE, MODEL_OUTPUT})
-#: Kinds whose children are shown as attributes (``.name``) rather than items (``[key]``).
-ATTRIBUTES = frozenset({NAMEDTUPLE, DATACLASS})
+class NodeKind(NamedEnum):
+    """What a spec-tree node is (``Container.kind``); the values are the names users read."""
 
-#: Root roles: what a recorded container was to the model.
-MODEL_INPUT, MODEL_OUTPUT_ROLE = "model_input", "model_output"
-MODULE_INPUT, MODULE_OUTPUT = "module_input", "module_output"
+    LEAF = "leaf"
+    CONST = "constant"
+    OPAQUE = "opaque"
+    TUPLE = "tuple"
+    LIST = "list"
+    DICT = "dict"
+    NAMEDTUPLE = "namedtuple"
+    DATACLASS = "dataclass"
+    MODEL_OUTPUT = "model_output"
+    CUSTOM = "custom"
+    #: A call's positional and keyword arguments taken together.
+    ARGS = "args"
+
+
+#: Kinds whose children can also be reached by position.
+POSITIONAL = frozenset({NodeKind.TUPLE, NodeKind.LIST, NodeKind.CUSTOM, NodeKind.NAMEDTUPLE, NodeKind.MODEL_OUTPUT})
+#: Kinds whose children are shown as attributes (``.name``) rather than items (``[key]``).
+ATTRIBUTES = frozenset({NodeKind.NAMEDTUPLE, NodeKind.DATACLASS})
+
+
+class Role(NamedEnum):
+    """What a recorded container was to the model (``RawContainer.role``)."""
+
+    MODEL_INPUT = "model_input"
+    MODEL_OUTPUT = "model_output"
+    MODULE_INPUT = "module_input"
+    MODULE_OUTPUT = "module_output"
 
 _CONSTANTS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), range, slice,
               torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format, enum.Enum)
@@ -72,8 +91,8 @@ class Unsaved:
 class Node:
     """One value of a flattened structure."""
 
-    #: ``LEAF``, ``CONST``, ``OPAQUE`` or a container kind (``TUPLE`` ... ``ARGS``).
-    kind: str
+    #: A leaf, a constant, an opaque value or a container kind.
+    kind: NodeKind
     #: The value's type (``None`` for ``ARGS``).
     type: Any
     #: Child keys: positions, dict keys, field names; for ``OPAQUE`` the attribute paths
@@ -106,8 +125,8 @@ class Flat:
 class RawContainer:
     """A recorded container root: a model's or a module call's inputs or output."""
 
-    #: ``MODEL_INPUT``, ``MODEL_OUTPUT_ROLE``, ``MODULE_INPUT`` or ``MODULE_OUTPUT``.
-    role: str
+    #: What the container was to the model.
+    role: Role
     #: ``input``, ``output``, ``{module call}/input`` or ``{module call}/output``.
     id: str
     spec: Node
@@ -153,19 +172,19 @@ def flatten_call(args: tuple, kwargs: dict) -> Flat:
     leaves: list[torch.Tensor] = []
     flattener = _Flattener(leaves)
     children = tuple(flattener.node(v) for v in (*args, *kwargs.values()))
-    return Flat(_container(ARGS, None, (*range(len(args)), *kwargs), children), leaves)
+    return Flat(_container(NodeKind.ARGS, None, (*range(len(args)), *kwargs), children), leaves)
 
 
 def leaf_paths(node: Node, prefix: tuple = ()) -> list[tuple]:
     """The key path of every leaf below ``node``, in leaf order."""
-    if node.kind == LEAF:
+    if node.kind == NodeKind.LEAF:
         return [prefix]
     return [p for key, child in zip(node.keys, node.children) for p in leaf_paths(child, (*prefix, key))]
 
 
 def leaf_indices(node: Node) -> list[int]:
     """The leaf indices below ``node``, in order."""
-    if node.kind == LEAF:
+    if node.kind == NodeKind.LEAF:
         return [node.data]
     return [i for child in node.children for i in leaf_indices(child)]
 
@@ -174,7 +193,7 @@ def path_text(root: Node, path: Sequence) -> str:
     """``path`` written the way Python reaches it: ``["past_key_values"][0][0]``, ``.field``."""
     parts, node = [], root
     for key in path:
-        if node.kind == OPAQUE:
+        if node.kind == NodeKind.OPAQUE:
             parts.append(key)
         elif node.kind in ATTRIBUTES and isinstance(key, str):
             parts.append(f".{key}")
@@ -184,7 +203,7 @@ def path_text(root: Node, path: Sequence) -> str:
     return "".join(parts)
 
 
-def _container(kind: str, tp: Any, keys: tuple, children: tuple, data: Any = None) -> Node:
+def _container(kind: NodeKind, tp: Any, keys: tuple, children: tuple, data: Any = None) -> Node:
     return Node(kind, tp, tuple(keys), children, data, sum(c.num_leaves for c in children),
                 all(c.reconstructable for c in children))
 
@@ -230,11 +249,11 @@ class _Flattener:
     def node(self, value: Any) -> Node:
         if isinstance(value, torch.Tensor):
             self.leaves.append(value)
-            return Node(LEAF, type(value), data=len(self.leaves) - 1, num_leaves=1)
+            return Node(NodeKind.LEAF, type(value), data=len(self.leaves) - 1, num_leaves=1)
         tp = type(value)
         custom = registered(tp)
         if custom is None and isinstance(value, _CONSTANTS):
-            return Node(CONST, tp, data=value)
+            return Node(NodeKind.CONST, tp, data=value)
         if id(value) in self.active:
             return self._opaque(value)
         self.active.add(id(value))
@@ -245,21 +264,21 @@ class _Flattener:
 
     def _builtin(self, value: Any, tp: type) -> Node:
         if isinstance(value, tuple) and hasattr(tp, "_fields") and hasattr(tp, "_make"):
-            return self._each(NAMEDTUPLE, tp, tp._fields, value)
+            return self._each(NodeKind.NAMEDTUPLE, tp, tp._fields, value)
         if _is_model_output(tp):
-            return self._each(MODEL_OUTPUT, tp, tuple(value.keys()), value.values())
+            return self._each(NodeKind.MODEL_OUTPUT, tp, tuple(value.keys()), value.values())
         if isinstance(value, tuple):
-            return self._each(TUPLE, tp, range(len(value)), value)
+            return self._each(NodeKind.TUPLE, tp, range(len(value)), value)
         if isinstance(value, list):
-            return self._each(LIST, tp, range(len(value)), value)
+            return self._each(NodeKind.LIST, tp, range(len(value)), value)
         if isinstance(value, dict):
-            return self._each(DICT, tp, tuple(value), value.values(), getattr(value, "default_factory", None))
+            return self._each(NodeKind.DICT, tp, tuple(value), value.values(), getattr(value, "default_factory", None))
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             names = tuple(f.name for f in dataclasses.fields(value) if f.init)
-            return self._each(DATACLASS, tp, names, (getattr(value, n) for n in names))
+            return self._each(NodeKind.DATACLASS, tp, names, (getattr(value, n) for n in names))
         return self._opaque(value)
 
-    def _each(self, kind: str, tp: type, keys: Any, values: Any, data: Any = None) -> Node:
+    def _each(self, kind: NodeKind, tp: type, keys: Any, values: Any, data: Any = None) -> Node:
         return _container(kind, tp, tuple(keys), tuple(self.node(v) for v in values), data)
 
     def _custom(self, value: Any, functions: tuple[Callable, Callable]) -> Node:
@@ -275,12 +294,12 @@ class _Flattener:
                 f"the flatten function registered for {name} must return (children, aux_data) with "
                 f"children a list or tuple, got children of type {type(children).__name__}"
             )
-        return self._each(CUSTOM, type(value), range(len(children)), children, aux)
+        return self._each(NodeKind.CUSTOM, type(value), range(len(children)), children, aux)
 
     def _opaque(self, value: Any) -> Node:
         found = tensors_inside(value)
         children = []
         for _, tensor in found:
             self.leaves.append(tensor)
-            children.append(Node(LEAF, type(tensor), data=len(self.leaves) - 1, num_leaves=1))
-        return Node(OPAQUE, type(value), tuple(p for p, _ in found), tuple(children), None, len(found), False)
+            children.append(Node(NodeKind.LEAF, type(tensor), data=len(self.leaves) - 1, num_leaves=1))
+        return Node(NodeKind.OPAQUE, type(value), tuple(p for p, _ in found), tuple(children), None, len(found), False)

@@ -30,9 +30,8 @@ from safetensors.torch import save as save_tensors
 
 from torchlens import __version__
 from torchlens.analysis.sites import CodeId, HookMark, Place
-from torchlens.capture.containers import (
-    CONST, CUSTOM, DICT, LEAF, ContainerSpec, Node, RawContainer, TypeRef, Unsaved,
-)
+from torchlens.capture.buffers import WriteKind
+from torchlens.capture.containers import ContainerSpec, Node, NodeKind, RawContainer, Role, TypeRef, Unsaved
 from torchlens.capture.gradients import Gradients
 from torchlens.capture.replay import PRODUCED, Aliased, GlobalState, Modes, RecordedCall, Source
 
@@ -319,9 +318,9 @@ class _Writer:
 
     def node(self, node: Node) -> dict:
         data: Any = node.data
-        if node.kind == LEAF:
+        if node.kind == NodeKind.LEAF:
             pass
-        elif node.kind in (CONST, CUSTOM, DICT):
+        elif node.kind in (NodeKind.CONST, NodeKind.CUSTOM, NodeKind.DICT):
             data = self.plain(data)
         else:
             data = None
@@ -393,6 +392,11 @@ def _dtype_name(dtype: Any) -> Optional[str]:
 def _buffer_version(version: BufferVersion) -> list:
     """The fields a loaded trace needs (the capture's grouping facts stay behind)."""
     return [version.address, version.version, version.write_kind, version.value_changed, version.transition_only]
+
+
+def _read_buffer_version(fields: list) -> BufferVersion:
+    address, version, kind, changed, transition_only = fields
+    return BufferVersion(address, version, None if kind is None else WriteKind(kind), changed, transition_only)
 
 
 def _frame(frame: Union[Place, HookMark]) -> dict:
@@ -541,7 +545,7 @@ class _Reader:
             record["label"], record["layer"], int(record["pass"]), record["func"], self.tensor(record["out"]),
             tuple(record["shape"]), None if record["dtype"] is None else _dtype(record["dtype"]),
             tuple(record["parents"]), tuple(record["children"]), tuple(record["params"]), record["module_call"],
-            OpGraph(tuple(record["site_key"])), index, None if buffer is None else BufferVersion(*buffer),
+            OpGraph(tuple(record["site_key"])), index, None if buffer is None else _read_buffer_version(buffer),
             None if replay is None else calls[replay],
             container_spec=None if container is None else ContainerSpec(roots[container[0]], self.value(container[1])),
             _meta=_read_meta(record["meta"]), _grad=grad,
@@ -562,12 +566,12 @@ class _Reader:
 
     def root(self, record: dict) -> RawContainer:
         values = record["values"]
-        return RawContainer(record["role"], record["id"], self.node(record["spec"]), list(record["leaves"]),
+        return RawContainer(Role(record["role"]), record["id"], self.node(record["spec"]), list(record["leaves"]),
                             None if values is None else tuple(self.tensor(v) for v in values))
 
     def node(self, record: dict) -> Node:
-        kind = record["kind"]
-        data = record["data"] if kind == LEAF else self.value(record["data"])
+        kind = NodeKind(record["kind"])
+        data = record["data"] if kind == NodeKind.LEAF else self.value(record["data"])
         tp = record["type"]
         return Node(kind, None if tp is None else _known_type(*tp), tuple(self.value(k) for k in record["keys"]),
                     tuple(self.node(c) for c in record["children"]), data, int(record["num_leaves"]),

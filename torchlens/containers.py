@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from torchlens.capture.backends import ContainerCapability
-from torchlens.capture.containers import ARGS, CONST, LEAF, POSITIONAL, Node, RawContainer, leaf_indices, path_text
+from torchlens.capture.containers import POSITIONAL, Node, NodeKind, RawContainer, Role, leaf_indices, path_text
 
 from .errors import ContainerKeyError, OpaqueContainerError, TorchLensValueError
 from .rebuild import rebuild
@@ -30,7 +30,7 @@ class Container:
         self._root, self._node, self._path = root, node, tuple(path)
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> NodeKind:
         """This container's kind: ``tuple``, ``list``, ``dict``, ``namedtuple``, ``dataclass``,
         ``model_output``, ``custom``, ``opaque`` or ``args`` (a call's arguments)."""
         return self._node.kind
@@ -41,7 +41,7 @@ class Container:
         return self._node.type_name
 
     @property
-    def root_kind(self) -> str:
+    def root_kind(self) -> Role:
         """What the root was: ``model_output``, ``model_input``, ``module_output``, ``module_input``."""
         return self._root.role
 
@@ -80,9 +80,9 @@ class Container:
                 f"its keys are {list(self._node.keys)!r}"
             )
         child, child_key = self._node.children[position], self._node.keys[position]
-        if child.kind == LEAF:
+        if child.kind == NodeKind.LEAF:
             return self._op(child.data)
-        if child.kind == CONST:
+        if child.kind == NodeKind.CONST:
             return child.data
         return Container(self._root, (*self._path, child_key))
 
@@ -166,7 +166,7 @@ class ContainerRecords:
         """The model's return value rebuilt from the output tensors it returned."""
         return Container(self.output).reconstruct()
 
-    def at(self, role: str, path: tuple) -> Any:
+    def at(self, role: Role, path: tuple) -> Any:
         """``trace.output_at`` / ``trace.input_at``: the leaf op, container or constant at ``path``."""
         root = next((r for r in self.roots if r.role == role), None)
         if root is None:
@@ -174,7 +174,7 @@ class ContainerRecords:
                 "the model inputs' structure was not recorded; trace with "
                 "tl.options.CaptureOptions(capture_container_structure=True) to use input_at"
             )
-        value: Any = _leaf_op(root, 0) if root.spec.kind == LEAF else Container(root)
+        value: Any = _leaf_op(root, 0) if root.spec.kind == NodeKind.LEAF else Container(root)
         for depth, key in enumerate(path):
             if not isinstance(value, Container):
                 raise ContainerKeyError(
@@ -199,7 +199,7 @@ def container_of(spec: Any) -> Optional[Container]:
     if spec is None:
         return None
     root, path = spec.root, spec.path
-    if root.spec.kind == ARGS:
+    if root.spec.kind == NodeKind.ARGS:
         return Container(root, path[:1]) if len(path) > 1 else None
     return Container(root) if path else None
 

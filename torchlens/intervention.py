@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import torch
 
 from torchlens.analysis.arguments import check_bool, check_instance
+from torchlens.capture.buffers import WriteKind
 from torchlens.capture.containers import ContainerSpec
 from torchlens.capture.funcs import RANDOM
 from torchlens.capture.snapshots import snapshot
@@ -131,7 +132,7 @@ class _Cone:
         version = op.buffer
         writer = self.ops[parent]
         certified = (
-            version.write_kind in ("inplace", "reassign") and not version.transition_only
+            version.write_kind in (WriteKind.INPLACE, WriteKind.REASSIGN) and not version.transition_only
             and writer.out.shape == op.out.shape and torch.equal(writer.out, op.out)
         )
         if not certified:

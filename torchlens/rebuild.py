@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Optional
 
-from torchlens.capture.containers import (
-    ARGS, CONST, CUSTOM, DATACLASS, DICT, LEAF, LIST, MODEL_OUTPUT, NAMEDTUPLE, OPAQUE, TUPLE, Node, Unsaved,
-    path_text, registered, resolve_type,
-)
+from torchlens.capture.containers import Node, NodeKind, Unsaved, path_text, registered, resolve_type
 
 from .errors import ContainerTypeMissingError, OpaqueContainerError, TraceInvariantError
 
@@ -40,16 +37,16 @@ def _preflight(node: Node, where: str) -> None:
     while todo:
         node = todo.pop()
         todo.extend(node.children)
-        if node.kind in (LEAF, OPAQUE, ARGS):
+        if node.kind in (NodeKind.LEAF, NodeKind.OPAQUE, NodeKind.ARGS):
             continue
-        if isinstance(node.data, Unsaved) and node.kind in (CONST, CUSTOM, DICT):
+        if isinstance(node.data, Unsaved) and node.kind in (NodeKind.CONST, NodeKind.CUSTOM, NodeKind.DICT):
             unsaved.append(node.data.text)
         tp = resolve_type(node.type)
-        if tp is None or (node.kind == CUSTOM and registered(tp) is None):
+        if tp is None or (node.kind == NodeKind.CUSTOM and registered(tp) is None):
             name = str(node.type)
             missing[name] = (
                 f"register it with tl.types.register_container({name.rpartition('.')[2]}, flatten, unflatten)"
-                if node.kind == CUSTOM else f"import {node.type.module} before rebuilding"
+                if node.kind == NodeKind.CUSTOM else f"import {node.type.module} before rebuilding"
             )
     if missing:
         raise ContainerTypeMissingError(
@@ -68,11 +65,11 @@ class _Rebuilder:
         self.root, self.value_of, self.where = root, value_of, where
 
     def value(self, node: Node, path: tuple) -> Any:
-        if node.kind == LEAF:
+        if node.kind == NodeKind.LEAF:
             return self.value_of(node.data)
-        if node.kind == CONST:
+        if node.kind == NodeKind.CONST:
             return node.data
-        if node.kind == OPAQUE:
+        if node.kind == NodeKind.OPAQUE:
             kind = node.type
             raise OpaqueContainerError(
                 f"cannot rebuild {self.where}{path_text(self.root, path)}: it is a {kind.__module__}.{kind.__qualname__}, "
@@ -86,22 +83,22 @@ class _Rebuilder:
 
 def _construct(node: Node, items: list) -> Any:
     kind = node.kind
-    if kind == ARGS:
+    if kind == NodeKind.ARGS:
         positional = [v for k, v in zip(node.keys, items) if isinstance(k, int)]
         return tuple(positional), {k: v for k, v in zip(node.keys, items) if isinstance(k, str)}
     tp: Optional[type[Any]] = resolve_type(node.type)
-    custom = registered(tp) if tp is not None and kind == CUSTOM else None
-    if tp is None or (kind == CUSTOM and custom is None):  # _preflight found them all first
+    custom = registered(tp) if tp is not None and kind == NodeKind.CUSTOM else None
+    if tp is None or (kind == NodeKind.CUSTOM and custom is None):  # _preflight found them all first
         raise TraceInvariantError(f"recorded container class {node.type} vanished while rebuilding")
-    if kind == NAMEDTUPLE:
+    if kind == NodeKind.NAMEDTUPLE:
         return tp._make(items)
-    if kind in (TUPLE, LIST):
+    if kind in (NodeKind.TUPLE, NodeKind.LIST):
         return tp(items)
-    if kind == DICT:
+    if kind == NodeKind.DICT:
         if node.data is not None and issubclass(tp, defaultdict):
             return tp(node.data, zip(node.keys, items))
         return tp(zip(node.keys, items))
-    if kind in (DATACLASS, MODEL_OUTPUT):
+    if kind in (NodeKind.DATACLASS, NodeKind.MODEL_OUTPUT):
         return tp(**dict(zip(node.keys, items)))
     if custom is not None:
         return custom[1](node.data, items)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from torchlens.analysis.sites import Link, Place
-from torchlens.capture.buffers import BufferVersion
+from torchlens.capture.buffers import BufferVersion, WriteKind
 from torchlens.capture.containers import ContainerSpec
 from torchlens.capture.record import meta_of
 
@@ -128,7 +128,7 @@ class Op:
         return self.buffer is not None
 
     @property
-    def buffer_write_kind(self) -> Optional[str]:
+    def buffer_write_kind(self) -> Optional[WriteKind]:
         """``reassign``, ``inplace`` or ``fused`` for a written version; else ``None``."""
         return self.buffer.write_kind if self.buffer is not None else None
 

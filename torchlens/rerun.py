@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from torchlens.capture.containers import CONST, LEAF, OPAQUE, Node, flatten, path_text
+from torchlens.capture.containers import Node, NodeKind, flatten, path_text
 
 from .containers import ContainerRecords
 from .errors import ContainerStructureError, TorchLensValueError
@@ -42,7 +42,7 @@ def _first_difference(recorded: Node, live: Node, path: tuple) -> Optional[tuple
     opaque objects' insides are not compared); ``None`` when they agree."""
     if recorded.kind != live.kind or recorded.type is not live.type:
         return path
-    if recorded.kind in (LEAF, CONST, OPAQUE):
+    if recorded.kind in (NodeKind.LEAF, NodeKind.CONST, NodeKind.OPAQUE):
         return None
     if recorded.keys != live.keys:
         return path

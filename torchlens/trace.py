@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Optional, Union
 
 from torchlens.analysis.explain import explain_trace
-from torchlens.capture.containers import MODEL_INPUT, MODEL_OUTPUT_ROLE
+from torchlens.capture.containers import Role
 
 from .buffers import Buffer
 from .codec import decode, dumps, same
@@ -214,12 +214,12 @@ class Trace:
     def output_at(self, *path: Any) -> Any:
         """The output leaf :class:`Op` (or nested container view) at ``path``:
         ``trace.output_at("past_key_values", 0, 0)``; no path gives the whole output."""
-        return records_of(self.containers).at(MODEL_OUTPUT_ROLE, path)
+        return records_of(self.containers).at(Role.MODEL_OUTPUT, path)
 
     def input_at(self, *path: Any) -> Any:
         """The input leaf :class:`Op` (or container view) at ``path``, starting with the argument's
         position or keyword: ``trace.input_at(0, "ids")``. Needs ``capture_container_structure``."""
-        return records_of(self.containers).at(MODEL_INPUT, path)
+        return records_of(self.containers).at(Role.MODEL_INPUT, path)
 
     def _torch_only(self, what: str) -> None:
         """Refuse a replay on a trace another backend captured (a JAX trace records no torch calls)."""

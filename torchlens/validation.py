@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from torchlens.analysis.arguments import check_bool
+from torchlens.capture.buffers import WriteKind
+
 from .errors import TorchLensValueError, ValidationError
 from .replay import Reexecution
 
@@ -104,7 +106,7 @@ class _Replay:
         if version.transition_only:
             self.transition_only.append(op.label)
             return op.out
-        if version.write_kind == "fused":
+        if version.write_kind is WriteKind.FUSED:
             written = self.engine.written_copy(writer, previous)
             return self._compare(op, op.out if written is None else written)
         return self._compare(op, self.values[writer])

@@ -28,7 +28,7 @@ from jax.extend.core import ClosedJaxpr, Literal
 
 from ..backends import ContainerCapability, Detector
 from ..boundary import claim
-from ..containers import ARGS, MODEL_INPUT, MODEL_OUTPUT_ROLE, Node, RawContainer
+from ..containers import Node, NodeKind, RawContainer, Role
 from ..record import INPUT, OP, OUTPUT, OpKind, RawCapture, RawOp
 from . import frames as frames_module, modules as modules_module, pytrees
 from .frames import ChainReader
@@ -120,7 +120,7 @@ class JaxCapture:
         raw.output = jax.tree_util.tree_unflatten(out_tree, [value for value, _ in results])
         leaves: list = []
         spec = paths_node(raw.output, leaves)
-        raw.containers.insert(0, RawContainer(MODEL_OUTPUT_ROLE, "output", spec, output_ops,
+        raw.containers.insert(0, RawContainer(Role.MODEL_OUTPUT, "output", spec, output_ops,
                                               capability=ContainerCapability.PATHS_ONLY))
         if self.containers:
             claim(raw)
@@ -181,8 +181,8 @@ class JaxCapture:
     def _record_inputs(self, args: tuple, kwargs: dict, input_ops: list[int]) -> None:
         leaves: list = []
         children = tuple(paths_node(value, leaves) for value in (*args, *kwargs.values()))
-        spec = Node(ARGS, None, (*range(len(args)), *kwargs), children, None, len(leaves), False)
-        self.raw.containers.append(RawContainer(MODEL_INPUT, "input", spec, input_ops,
+        spec = Node(NodeKind.ARGS, None, (*range(len(args)), *kwargs), children, None, len(leaves), False)
+        self.raw.containers.append(RawContainer(Role.MODEL_INPUT, "input", spec, input_ops,
                                                 capability=ContainerCapability.PATHS_ONLY))
 
 

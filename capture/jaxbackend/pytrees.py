@@ -15,9 +15,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..containers import CONST, CUSTOM, DICT, LEAF, LIST, NAMEDTUPLE, TUPLE, Node
+from ..containers import Node, NodeKind
 
-_KINDS: dict[type, str] = {tuple: TUPLE, list: LIST, dict: DICT}
+_KINDS: dict[type, NodeKind] = {tuple: NodeKind.TUPLE, list: NodeKind.LIST, dict: NodeKind.DICT}
 
 
 def is_array(value: Any) -> bool:
@@ -29,22 +29,22 @@ def paths_node(value: Any, leaves: list) -> Node:
     """The path-only node of ``value``; its array leaves are appended to ``leaves`` in order."""
     if is_array(value):
         leaves.append(value)
-        return Node(LEAF, type(value), data=len(leaves) - 1, num_leaves=1, reconstructable=False)
+        return Node(NodeKind.LEAF, type(value), data=len(leaves) - 1, num_leaves=1, reconstructable=False)
     entries, _ = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda v: v is not value)
     if value is None or (entries and entries[0][0] == ()):
-        return Node(CONST, type(value), data=value, reconstructable=False)
+        return Node(NodeKind.CONST, type(value), data=value, reconstructable=False)
     keys = tuple(_key(path[0]) for path, _ in entries)
     children = tuple(paths_node(child, leaves) for _, child in entries)
     return Node(_kind(value), type(value), keys, children, None, sum(c.num_leaves for c in children), False)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: Any) -> NodeKind:
     kind = _KINDS.get(type(value))
     if kind is not None:
         return kind
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        return NAMEDTUPLE
-    return CUSTOM
+        return NodeKind.NAMEDTUPLE
+    return NodeKind.CUSTOM
 
 
 def _key(entry: Any) -> Any:

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchlens.capture.containers import (LEAF, MODEL_INPUT, MODEL_OUTPUT_ROLE, MODULE_INPUT, MODULE_OUTPUT,
-                                          POSITIONAL, Node, leaf_indices, path_text)
+from torchlens.capture.containers import POSITIONAL, Node, NodeKind, Role, leaf_indices, path_text
 
 if TYPE_CHECKING:
     from .trace_view import TraceDrawing
@@ -41,25 +40,25 @@ def decorate_containers(drawing: "TraceDrawing") -> None:
     if not isinstance(level, str) or records is None:
         return
     for root in records.roots:
-        if root.role in (MODEL_INPUT, MODULE_INPUT):
+        if root.role in (Role.MODEL_INPUT, Role.MODULE_INPUT):
             for key, child in zip(root.spec.keys, root.spec.children):
-                if child.num_leaves and child.kind != LEAF:
+                if child.num_leaves and child.kind != NodeKind.LEAF:
                     _decorate(drawing, root, child, (key,), level)
-        elif root.role in (MODEL_OUTPUT_ROLE, MODULE_OUTPUT) and root.spec.num_leaves and root.spec.kind != LEAF:
+        elif root.role in (Role.MODEL_OUTPUT, Role.MODULE_OUTPUT) and root.spec.num_leaves and root.spec.kind != NodeKind.LEAF:
             _decorate(drawing, root, root.spec, (), level)
 
 
 def _role_text(root: Any) -> str:
-    if root.role == MODEL_OUTPUT_ROLE:
+    if root.role == Role.MODEL_OUTPUT:
         return "model output"
-    if root.role == MODEL_INPUT:
+    if root.role == Role.MODEL_INPUT:
         return "model input"
     call, _, which = root.id.partition("/")
     return f"{call} {which}"
 
 
 def _title(node: Node, role: str) -> str:
-    if node.kind == "model_output":
+    if node.kind == NodeKind.MODEL_OUTPUT:
         return f"{node.type_name} ({role})"
     return f"{node.type_name}[{len(node.keys)}] ({role})"
 
@@ -82,7 +81,7 @@ def _leaf_nodes(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple) -
 
 
 def _paths(node: Node, prefix: tuple) -> list[tuple]:
-    if node.kind == LEAF:
+    if node.kind == NodeKind.LEAF:
         return [prefix]
     return [p for key, child in zip(node.keys, node.children) for p in _paths(child, (*prefix, key))]
 
@@ -93,14 +92,14 @@ def _decorate(drawing: "TraceDrawing", root: Any, node: Node, prefix: tuple, lev
     if not leaves:
         return
     role = _role_text(root)
-    is_input, is_output = root.role == MODEL_INPUT, root.role == MODEL_OUTPUT_ROLE
-    into = drawing.nodes_inside(root.id.partition("/")[0]) if root.role == MODULE_INPUT else None
+    is_input, is_output = root.role == Role.MODEL_INPUT, root.role == Role.MODEL_OUTPUT
+    into = drawing.nodes_inside(root.id.partition("/")[0]) if root.role == Role.MODULE_INPUT else None
     if level == "labels":
         _label_edges(drawing, leaves, is_output, into)
         return
     name = f"container {root.id}{path_text(root.spec, prefix)}"
     max_inline = drawing.settings.container_max_inline
-    flat = node.kind in POSITIONAL and all(c.kind == LEAF for c in node.children)
+    flat = node.kind in POSITIONAL and all(c.kind == NodeKind.LEAF for c in node.children)
     if (is_input or is_output) and flat and len(leaves) == len(node.children) > max_inline:
         _summarise(drawing, name, f"{node.type_name} x{len(leaves)} ({role})", [n for n, _ in leaves], is_input)
         return
