@@ -143,6 +143,25 @@ def test_identical_blocks_in_a_row_fold_into_one_node():
     assert edges(source) == {("input_1", "blocks.0"), ("blocks.0", "output_1")}
 
 
+class SameTypeDifferentInside(nn.Module):
+    """Three ``Sequential`` blocks of one shape and parameter count whose activations differ."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*(nn.Sequential(nn.Linear(4, 4), act()) for act in (nn.ReLU, nn.Tanh, nn.ReLU)))
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def test_collapsed_blocks_fold_only_when_the_same_inside():
+    source = tl.trace(SameTypeDifferentInside(), torch.randn(2, 4)).draw(depth=1).source
+    assert {"blocks.0", "blocks.1", "blocks.2"} <= nodes(source)  # same label text, different layers
+    assert " x" not in source.split("blocks.0")[1].split("]")[0]
+    same = tl.trace(C.ResidualBlockList(), torch.randn(2, 4)).draw(depth=0).source
+    assert "blocks.0 .. 2 x3" in same
+
+
 def cluster_label(source: str, name: str) -> str:
     found = re.search(r'subgraph "cluster_' + re.escape(name) + r'" \{\n\t*label="([^"]*)"', source)
     assert found, f"no cluster {name}"

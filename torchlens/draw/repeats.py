@@ -65,10 +65,7 @@ def find_runs(scene: "Scene", units: list[tuple[str, Unit]], node_of: dict[str, 
         first, last = at[0], at[-1]
         if at != list(range(first, last + 1)):
             return None
-        prefix = module_of_box[box]
-
-        def rel(address: str) -> str:
-            return address[len(prefix):] if address == prefix or address.startswith(prefix + ".") else "~" + address
+        rel = _relative_to(module_of_box[box])
 
         def inside(key: str) -> int:
             i = position.get(key, -1)
@@ -105,6 +102,22 @@ def _continues(prev: str, box: str, members: dict[str, list[int]], signature: Ca
     tails = {node_of[shown[i][0]] for i in members[prev]}
     heads = {node_of[shown[i][0]] for i in members[box]}
     return any(t in tails and h in heads for t, h in edges)
+
+
+def node_signature(units: list[tuple[str, Unit]], module: str) -> tuple:
+    """What two collapsed module nodes must share to be drawn as one: the signatures of the units
+    each stands for, in order, with parameters and scopes relative to its module (``module``)."""
+    position = {key: i for i, (key, _) in enumerate(units)}
+    return tuple(_unit_signature(unit, _relative_to(module), lambda key: position.get(key, -1)) for _, unit in units)
+
+
+def _relative_to(prefix: str) -> Callable[[str], str]:
+    """An address as seen from module ``prefix`` (``.0.weight``), or marked outside it (``~head``)."""
+
+    def rel(address: str) -> str:
+        return address[len(prefix):] if address == prefix or address.startswith(prefix + ".") else "~" + address
+
+    return rel
 
 
 def _unit_signature(unit: Unit, rel: Callable[[str], str], inside: Callable[[str], int]) -> tuple:

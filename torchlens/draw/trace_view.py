@@ -19,7 +19,7 @@ from torchlens.analysis.explain import explain_layer
 
 from ..records import Layer, Op
 from .modules import ROOT, ModuleTree, call_parents, human, param_count
-from .repeats import Unit, below, find_runs
+from .repeats import Unit, below, find_runs, node_signature
 
 if TYPE_CHECKING:
     from ..trace import Trace
@@ -437,13 +437,16 @@ class TraceDrawing:
 
     # -- repeated blocks -------------------------------------------------------------------------
 
+    def units(self) -> list[tuple[str, Unit]]:
+        """The layers (rolled) or ops (unrolled) in drawing order, keyed as ``node_of`` keys them."""
+        if self.settings.view == "rolled":
+            return [(layer.layer_label, layer) for layer in self.trace.layers]
+        return [(op.label, op) for op in self.trace.ops]
+
     def fold_blocks(self, edges: _Edges) -> None:
         """Runs of identical sibling module boxes drawn once, expanded (see :mod:`.repeats`)."""
-        rolled = self.settings.view == "rolled"
-        units: list[tuple[str, Unit]] = ([(layer.layer_label, layer) for layer in self.trace.layers] if rolled
-                                         else [(op.label, op) for op in self.trace.ops])
         boxes = {name: _module_of(name) if ":" in name else name for name in self.scene.clusters}
-        for run in find_runs(self.scene, units, self.node_of, set(edges.tails), boxes):
+        for run in find_runs(self.scene, self.units(), self.node_of, set(edges.tails), boxes):
             edges.rename(run.rename, run.across)
             for node in run.rename:
                 del self.scene.nodes[node]
@@ -460,16 +463,27 @@ class TraceDrawing:
     def fold_repeats(self, edges: _Edges) -> None:
         """Chains of identical collapsed sibling modules (a ``ModuleList`` of blocks) become one node.
 
-        Siblings fold when they share a type, a box, a layer (or op) count and parameter count,
-        and each feeds the next; the first node is kept, relabelled ``first .. last xN``.
+        Siblings fold when they share a box, a type and the same layers inside (ops, shapes,
+        parameter names, inner links: :func:`.repeats.node_signature`), and each feeds the next;
+        the first node is kept, relabelled ``first .. last xN``.
         """
         nodes = [n for n in self.scene.nodes.values() if n.name in self.module_nodes]
         nodes.sort(key=lambda n: self.order[n.name])
+        inside: dict[str, list[tuple[str, Unit]]] = {}
+        for key, unit in self.units():
+            if self.node_of.get(key) in self.module_nodes:
+                inside.setdefault(self.node_of[key], []).append((key, unit))
+
+        def same(a: Node, b: Node) -> bool:
+            return (a.cluster == b.cluster and a.label.split("\n")[1:] == b.label.split("\n")[1:]
+                    and node_signature(inside.get(a.name, []), _module_of(a.name) if ":" in a.name else a.name)
+                    == node_signature(inside.get(b.name, []), _module_of(b.name) if ":" in b.name else b.name))
+
         linked = set(edges.tails)
         runs: list[list] = []
         for node in nodes:
             run = runs[-1] if runs else None
-            if run is not None and _same_block(run[-1], node) and (run[-1].name, node.name) in linked:
+            if run is not None and same(run[-1], node) and (run[-1].name, node.name) in linked:
                 run.append(node)
             else:
                 runs.append([node])
@@ -479,9 +493,8 @@ class TraceDrawing:
                 continue
             first = run[0]
             head, *rest = first.label.split("\n")
-            last = run[-1].name
-            first.label = "\n".join([f"{_relative(first.name, first.cluster)} .. {last.rpartition('.')[2]} x{len(run)}",
-                                     *rest])
+            last = range_end(first.name, run[-1].name)
+            first.label = "\n".join([f"{_relative(first.name, first.cluster)} .. {last} x{len(run)}", *rest])
             first.attrs["peripheries"] = "2"
             for node in run[1:]:
                 rename[node.name] = first.name
@@ -537,10 +550,6 @@ def range_end(first: str, last: str) -> str:
 def _module_of(call: str) -> str:
     """``blocks.0:2`` -> ``blocks.0``."""
     return call.rpartition(":")[0]
-
-
-def _same_block(a: Node, b: Node) -> bool:
-    return (a.cluster == b.cluster and a.label.split("\n")[1:] == b.label.split("\n")[1:])
 
 
 def _title(trace: "Trace", settings: Settings) -> str:
