@@ -281,7 +281,8 @@ def shared_modules(model: SourceModel) -> Iterator[Hit]:
     """One module instance held by two parents on one path through ``__init__``.
 
     Instances are followed by binding, not by name: ``m = Block(); m = nn.Sequential(m)`` binds
-    two instances, each held once. Holders in exclusive arms (``if``/``else``, ``match`` cases)
+    two instances, each held once, and so does ``self.m = Block(); self.m = Wrap(self.m)`` (the
+    attribute lets go of the first). Holders in exclusive arms (``if``/``else``, ``match`` cases)
     never run together and are not two parents.
     """
     for cls in model.model_classes():
@@ -291,6 +292,12 @@ def shared_modules(model: SourceModel) -> Iterator[Hit]:
         binding: dict[str, int] = {}  # name (``x`` or ``self.x``) -> the instance it holds now
         names: dict[int, str] = {}
         holders: dict[int, list[tuple[ast.AST, Arms]]] = defaultdict(list)
+        holding: dict[str, tuple[int, tuple[ast.AST, Arms]]] = {}  # ``self.x`` -> its instance, its holding
+
+        def hold(instance: int, name: str, statement: ast.AST, arms: Arms) -> None:
+            holders[instance].append(entry := (statement, arms))
+            holding[name] = instance, entry
+
         for statement, arms in _statements(init.node):
             targets = (statement.targets if isinstance(statement, ast.Assign)
                        else [statement.target] if isinstance(statement, ast.AnnAssign) else [])
@@ -309,15 +316,18 @@ def shared_modules(model: SourceModel) -> Iterator[Hit]:
                 name = _name(target)
                 if not name:
                     continue
+                if name in holding:  # the attribute lets go of what it held
+                    was, entry = holding.pop(name)
+                    holders[was] = [e for e in holders[was] if e is not entry]
                 instance = binding.get(_name(value)) if value is not None else None
                 if instance is not None and name.startswith("self."):
-                    holders[instance].append((statement, arms))  # one more attribute holds it
+                    hold(instance, name, statement, arms)  # one more attribute holds it
                     binding[name] = instance
                 elif isinstance(value, ast.Call) and model.constructs_module(value):
                     binding[name] = instance = len(names)
                     names[instance] = name
                     if name.startswith("self."):
-                        holders[instance].append((statement, arms))
+                        hold(instance, name, statement, arms)
                 else:
                     binding.pop(name, None)  # rebound to something else
         for instance, places in holders.items():
@@ -435,7 +445,7 @@ def plain_tensor_state(model: SourceModel) -> Iterator[Hit]:
     nothing in the forward pass calls (``prune_...``, ``set_...`` helpers), are construction."""
     for cls in model.model_classes():
         forward = cls.methods.get("forward")
-        if forward is None:
+        if forward is None or not cls.sees_all_registrations:  # a base elsewhere may register it
             continue
         known = cls.registered()
         for function in _reached(model, forward):

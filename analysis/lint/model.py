@@ -76,6 +76,8 @@ class ModelClass:
     methods: dict[str, Function] = field(default_factory=dict)
     #: Classes of this file it derives from.
     bases: list["ModelClass"] = field(default_factory=list)
+    #: A module by a base in another file: what that base registers is not known here.
+    base_elsewhere: bool = False
     #: ``self.register_buffer("name", ...)`` names.
     buffers: set[str] = field(default_factory=set)
     #: Attributes assigned an ``nn.Parameter`` (or ``register_parameter``-ed), and attributes assigned a module.
@@ -97,6 +99,11 @@ class ModelClass:
         """The method ``self.name`` calls: this class's, else the first of its bases' in this file."""
         return next((cls.methods[name] for cls in self.lineage() if name in cls.methods), None)
 
+    @property
+    def sees_all_registrations(self) -> bool:
+        """Whether every class it derives from that registers anything is in this file."""
+        return not any(cls.base_elsewhere for cls in self.lineage())
+
     def registered(self, kind: str = "") -> set[str]:
         """Buffers, parameters and submodules (or only ``kind``: ``"buffers"``) of the lineage."""
         kinds = (kind,) if kind else ("buffers", "params", "submodules")
@@ -106,12 +113,16 @@ class ModelClass:
 class SourceModel:
     """A parsed file as the rules see it. Raises ``SyntaxError`` for a file that does not parse."""
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, module: str = "", known: frozenset[str] = frozenset()) -> None:
+        """``module``: the file's dotted name; ``known``: module classes of other files of the run
+        (:func:`.index.module_index`), by qualified name."""
         self.path = path
         self.text = text
         self.lines = _LINE_BREAK.split(text)  # the lines ast numbers (str.splitlines also splits at \f)
         self.tree = ast.parse(text, filename=path)
-        self.imports = _imports(self.tree)
+        self.module = module
+        self.known = known
+        self.imports = imports(self.tree, module, path.endswith("__init__.py"))
         self.aliases = {k: v for k, v in self.imports.items() if v == "torch" or v.startswith("torch.")}
         self.classes: dict[str, ModelClass] = {}
         self.functions: dict[str, Function] = {}
@@ -225,12 +236,15 @@ class SourceModel:
         return (cls is not None and isinstance(node, ast.Call) and self_attribute(node.func) in cls.submodules)
 
     def constructs_module(self, call: ast.Call) -> bool:
-        """A call of a ``torch.nn`` module class or of a module class of this file."""
+        """A call of a ``torch.nn`` module class, of a module class of this file or of one imported
+        from another file of the run."""
         qualified = self.qualified(call.func) or ""
         last = qualified.rpartition(".")[2]
         local = self.classes.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        head, dot, rest = dotted(call.func).partition(".")
+        imported = f"{self.imports[head]}{dot}{rest}" if head in self.imports else ""
         return ((qualified.startswith("torch.nn.") and last[:1].isupper() and last != "Parameter")
-                or (local is not None and local.is_module))
+                or (local is not None and local.is_module) or imported in self.known)
 
     # -- structure -------------------------------------------------------------------------
 
@@ -253,6 +267,9 @@ class SourceModel:
             for cls in self.classes.values():
                 if not cls.is_module and any(b.is_module for b in cls.bases):
                     cls.is_module = changed = True
+        for name, cls in self.classes.items():  # a module by a base in another file of the run
+            if not cls.is_module and f"{self.module}.{name}" in self.known:
+                cls.is_module = cls.base_elsewhere = True
         for cls in self.classes.values():
             cls.methods = {s.name: Function(s, cls) for s in cls.node.body if isinstance(s, ast.FunctionDef)}
         self._walk()
@@ -358,15 +375,30 @@ def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified name, from the file's top-level imports."""
+def imports(tree: ast.Module, module: str = "", package: bool = False) -> dict[str, str]:
+    """Local name -> qualified name, from the file's top-level imports.
+
+    Relative imports resolve against ``module``, the file's dotted name (``package``: the file is
+    its package's ``__init__``); where it is not known they keep their dots (``..utils.f``).
+    """
     aliases: dict[str, str] = {}
     for statement in tree.body:
         if isinstance(statement, ast.Import):
             for alias in statement.names:
                 local = alias.asname or alias.name.split(".")[0]
                 aliases[local] = alias.name if alias.asname else local
-        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+        elif isinstance(statement, ast.ImportFrom):
+            source = _absolute(statement.module or "", statement.level, module, package)
             for alias in statement.names:
-                aliases[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+                aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
     return aliases
+
+
+def _absolute(name: str, level: int, module: str, package: bool) -> str:
+    """What ``from {"." * level}{name} import ...`` imports from, in module ``module``."""
+    if not level:
+        return name
+    if not module:
+        return "." * level + name
+    parts = module.split(".")[:len(module.split(".")) - level + package]
+    return ".".join(parts + ([name] if name else []))

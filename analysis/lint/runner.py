@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 from .config import LintConfig
 from .files import Skipped, UnreadableSource, python_files, read_source
 from .findings import INTERNAL_ERROR, UNREADABLE, Finding
+from .index import ModuleIndex, module_index
 from .model import SourceModel
 from .rules import RULES
 
@@ -31,16 +32,18 @@ class LintReport:
     skipped: tuple[Skipped, ...] = ()
 
 
-def lint_source(text: str, path: str = "<string>", config: LintConfig = LintConfig()) -> list[Finding]:
+def lint_source(text: str, path: str = "<string>", config: LintConfig = LintConfig(), *,
+                index: ModuleIndex = ModuleIndex()) -> list[Finding]:
     """Lint one file's source text; a file that does not parse gives one ``TL000`` finding, a
-    rule that crashes one ``TL001`` finding (the other rules still run)."""
+    rule that crashes one ``TL001`` finding (the other rules still run). ``index``: the module
+    classes of the other files linted with it (a class whose module base is there is read too)."""
     with _collector_paused():
-        return _lint(text, path, config)
+        return _lint(text, path, config, index)
 
 
-def _lint(text: str, path: str, config: LintConfig) -> list[Finding]:
+def _lint(text: str, path: str, config: LintConfig, index: ModuleIndex) -> list[Finding]:
     try:
-        model = SourceModel(path, text.removeprefix("\ufeff"))
+        model = SourceModel(path, text.removeprefix("\ufeff"), index.names.get(path, ""), index.modules)
     except SyntaxError as error:
         return [_unreadable(path, f"cannot parse this file: {error.msg}", error.lineno or 1, error.offset or 1)]
     except (RecursionError, MemoryError):
@@ -79,19 +82,20 @@ def _collector_paused() -> Iterator[None]:
 
 
 def lint_paths(paths: Iterable[str], config: LintConfig = LintConfig()) -> LintReport:
-    """Lint files and every ``*.py`` under folders, in path order."""
+    """Lint files and every ``*.py`` under folders, in path order; a class whose ``nn.Module``
+    base is in another of these files is linted as a module (:mod:`.index`)."""
     findings: list[Finding] = []
-    skipped: list[Skipped] = []
-    for file in python_files(paths):
-        if isinstance(file, Skipped):
-            skipped.append(file)
-            continue
+    found = list(python_files(paths))
+    skipped = [file for file in found if isinstance(file, Skipped)]
+    files = [file for file in found if not isinstance(file, Skipped)]
+    index = module_index(files)
+    for file in files:
         try:
             text = read_source(file)
         except UnreadableSource as error:
             findings.append(_unreadable(str(file), str(error)))
             continue
-        findings.extend(lint_source(text, str(file), config))
+        findings.extend(lint_source(text, str(file), config, index=index))
     return LintReport(tuple(findings), tuple(skipped))
 
 

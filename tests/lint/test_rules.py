@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from torchlens.analysis.lint import LintConfig, lint_source
+from torchlens.analysis.lint import LintConfig, lint_paths, lint_source
 
 HEADER = """\
 import functools
@@ -333,6 +333,14 @@ QUIET = {
                 context = nn.Sequential(context, nn.ReLU())
                 self.total = nn.Sequential(context, nn.Identity())
         """),
+    "TL105 an attribute rebound to a module that wraps the one it held (transformers DAB-DETR)": ("TL105", """
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone = nn.Conv2d(2, 2, 1)
+                self.proj = nn.Conv2d(2, 2, 1)
+                self.backbone = nn.Sequential(self.backbone, nn.ReLU())
+        """),
     "TL101 parallel updates of different lists": ("TL101", """
         class M(nn.Module):
             def forward(self, proposals, labels, inds, i):
@@ -519,3 +527,57 @@ class M(nn.Module):
 def test_every_syntax_form_is_read():
     """Every kind of node the grammar has (3.10) passes the walks without error."""
     assert lint_source(SYNTAX, "m.py", LintConfig(select=("ALL",))) == []
+
+
+def _package(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_a_class_whose_module_base_is_in_another_file_is_linted(tmp_path):
+    _package(tmp_path / "pkg", {
+        "__init__.py": "from .layers import Layer\n",
+        "layers.py": """
+            from torch import nn
+
+            class Layer(nn.Module):
+                pass
+        """,
+        "models/__init__.py": "",
+        "models/net.py": """
+            import torch
+            from torch import nn
+            from .. import Layer
+            from ..layers import Layer as Base
+
+            class Net(Layer):
+                def forward(self, x):
+                    x = torch.relu(x)
+                    x = torch.relu(x)
+                    return x
+
+            class Deeper(Net):
+                def forward(self, x):
+                    x = torch.tanh(x)
+                    x = torch.tanh(x)
+                    return x
+
+            class Plain(Base):
+                def forward(self, x):
+                    self.state = torch.sigmoid(x)
+                    return x
+
+            class Direct(nn.Module):
+                def forward(self, x):
+                    self.state = torch.sigmoid(x)
+                    return x
+        """,
+    })
+    report = lint_paths([str(tmp_path / "pkg" / "models")])  # the base's file is found, not linted
+    assert sorted((f.path.rpartition("/")[2], f.line, f.code) for f in report.findings) == [
+        ("net.py", 9, "TL101"), ("net.py", 15, "TL101"), ("net.py", 26, "TL302")]
+    # Plain's base (elsewhere) may register `state`: TL302 is claimed only where every base is seen
+    alone = lint_source((tmp_path / "pkg" / "models" / "net.py").read_text(), "net.py")
+    assert [(f.line, f.code) for f in alone] == [(26, "TL302")]  # alone, its bases are not known modules
