@@ -53,6 +53,23 @@ def pass_label(tail_passes: Iterable[int], n_tail: int, head_passes: Iterable[in
     return ""
 
 
+#: The label of an edge back that stands for every pass of a loop the prediction does not unroll.
+LOOP = "loop"
+
+
+def edge_key(edges: Iterable[tuple[str, str, dict[str, str]]]) -> list[str]:
+    """What the edges' labels and colours mean, for those drawn (lines under a picture's title)."""
+    labels = {attrs["label"] for _, _, attrs in edges if "label" in attrs}
+    colors = {attrs.get("color") for _, _, attrs in edges}
+    carries = any(label != LOOP and not label.startswith("to ") for label in labels)
+    feeds = any(label.startswith("to ") for label in labels)
+    said = " or ".join((["carries (1-2)"] if carries else []) + (["feeds (to 1)"] if feeds else []))
+    marks = [(bool(said), f"edge label: the passes it {said}"),
+             (BACK_EDGE_COLOR in colors, "blue edge: back, round a loop"),
+             (LOOP in labels, f"{LOOP}: what each pass hands to the next")]
+    return [text for shown, text in marks if shown]
+
+
 @dataclass(slots=True)
 class Cluster:
     """A module (or module call) box: a DOT subgraph named ``cluster_<name>``."""

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
-from .dot import BACK_EDGE, BACK_EDGE_COLOR, Cluster, Drawing, Scene, pass_label, to_digraph
+from .dot import BACK_EDGE, LOOP, Cluster, Drawing, Scene, edge_key, pass_label, to_digraph
 from .errors import TorchLensValueError
 from .explain import explain_predicted
 from .table import fit_table, library_file
@@ -164,9 +164,8 @@ def add_edges(scene: Scene, pred: "Prediction", drawn: dict[str, str]) -> None:
             tail = drawn[parent]
             if (tail, head) not in links and not (tail == head and head not in count):
                 links[(tail, head)] = []
-                scene.edge(tail, head, label="loop", **BACK_EDGE)
-    if any(attrs.get("color") == BACK_EDGE_COLOR for _, _, attrs in scene.edges):
-        scene.title += "\nblue edge: back, round a loop (labelled with the passes it carries, or loop)"
+                scene.edge(tail, head, label=LOOP, **BACK_EDGE)
+    scene.title = "\n".join([scene.title, *edge_key(scene.edges)])
 
 
 def draw_prediction(pred: "Prediction", direction: str = "TB", path: Optional[Union[str, Path]] = None,

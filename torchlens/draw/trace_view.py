@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
-from torchlens.analysis.dot import BACK_EDGE, BACK_EDGE_COLOR, Cluster, Node, Scene, pass_label, pass_ranges
+from torchlens.analysis.dot import BACK_EDGE, Cluster, Node, Scene, edge_key, pass_label, pass_ranges
 from torchlens.analysis.explain import explain_layer
 
 from ..records import Layer, Op
@@ -317,20 +317,14 @@ class TraceDrawing:
 
     def key(self) -> list[str]:
         """What the marks of this picture mean, for the marks it has (lines under the title)."""
-        labels = [attrs["label"] for _, _, attrs in self.scene.edges if "label" in attrs]
         colors = {attrs.get("color") for _, _, attrs in self.scene.edges}
-        carries = any(not label.startswith("to ") for label in labels)
-        feeds = any(label.startswith("to ") for label in labels)
-        said = " or ".join((["carries (1-2)"] if carries else []) + (["feeds (to 1)"] if feeds else []))
-        marks = [(bool(said), f"edge label: the passes it {said}"),
-                 (BACK_EDGE_COLOR in colors, "blue edge: back, round a loop"),
-                 (SKIP_EDGE["color"] in colors, "grey edge: skips ahead (a residual)"),
+        marks = [(SKIP_EDGE["color"] in colors, "grey edge: skips ahead (a residual)"),
                  (bool(self.module_nodes), "3D box: a module drawn as one node"),
                  (any("peripheries" in node.attrs for node in self.scene.nodes.values()),
                   "double border: identical ones in a row, drawn once"),
                  (any("penwidth" in box.attrs for box in self.scene.clusters.values()),
                   "thick box: identical blocks in a row, drawn once")]
-        return [text for shown, text in marks if shown]
+        return edge_key(self.scene.edges) + [text for shown, text in marks if shown]
 
     def layout_ties(self, edges: _Edges) -> list[tuple[str, str]]:
         """Invisible edges that keep what a later pass feeds below what fed that pass.
