@@ -19,7 +19,7 @@ from .values import Instance, Opaque, Seq, Value
 if TYPE_CHECKING:
     from .interpreter import Frame, Interpreter
 
-__all__ = ["generated", "build_dataclass", "build_named_tuple", "is_named_tuple"]
+__all__ = ["generated", "build_dataclass", "build_named_tuple", "is_named_tuple", "is_tuple_new"]
 
 #: dataclasses' kinds of pseudo-field (``InitVar``, ``ClassVar``); plain fields have neither.
 _INITVAR = getattr(dataclasses, "_FIELD_INITVAR", None)
@@ -102,6 +102,11 @@ def build_named_tuple(run: Interpreter, cls: Any, args: list[Value], kwargs: dic
 
 
 def is_named_tuple(cls: type) -> bool:
-    """A class ``collections.namedtuple`` or ``typing.NamedTuple`` made, with its own
-    generated ``__new__``."""
-    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple) and generated(cls.__new__)
+    """A class ``collections.namedtuple`` or ``typing.NamedTuple`` made, or a subclass of one."""
+    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+
+
+def is_tuple_new(fn: Any) -> bool:
+    """The ``__new__`` ``collections.namedtuple`` generates (``lambda _cls, a, b:
+    _tuple_new(_cls, (a, b))``), called by a subclass's own ``__new__`` through ``super()``."""
+    return generated(fn) and getattr(fn, "__globals__", {}).get("_tuple_new") is tuple.__new__

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, cast
 from .callbacks import callback_handlers
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
-from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple
+from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER, MAX_UNROLL,
@@ -441,6 +441,8 @@ class Interpreter:
         handled = self.call_builtin(obj, args, kwargs)
         if handled is not None:
             return handled
+        if is_tuple_new(obj) and args and isinstance(args[0], Known) and isinstance(args[0].obj, type):
+            return build_named_tuple(self, args[0].obj, args[1:], kwargs)
         if isinstance(obj, types.FunctionType):
             module = (obj.__module__ or "").partition(".")[0]
             if module in _SILENT:
@@ -615,7 +617,10 @@ class Interpreter:
         if not self.host.is_module_class(cls):
             init = class_attr(cls, "__init__")
             if is_named_tuple(cls):
-                return build_named_tuple(self, cls, args, kwargs)
+                if is_tuple_new(cls.__new__):
+                    return build_named_tuple(self, cls, args, kwargs)
+                if isinstance(cls.__new__, types.FunctionType):  # its own __new__ (PackedSequence)
+                    return self.call(self.wrap(cls.__new__), [Known(cls), *args], kwargs)
             if cls.__new__ is object.__new__ and dataclasses.is_dataclass(cls) and generated(init):
                 return build_dataclass(self, cls, args, kwargs)
             if cls.__new__ is object.__new__ and isinstance(init, types.FunctionType):
@@ -1195,6 +1200,8 @@ class Interpreter:
         if isinstance(value, TensorTuple):
             if isinstance(key, int) and key >= 0:
                 value.resolve(key + 1)
+            if isinstance(key, slice) and value.count is not None:  # result[1:] of lstm: (h, c)
+                return Seq(value.items(value.count)[key], tuple)
             return value.item(key) if isinstance(key, int) else Opaque("a slice of several outputs")
         if isinstance(value, Seq) and value.unsure:
             return Opaque(f"an item of a list whose items are not known ({value.unsure})")

@@ -57,9 +57,10 @@ def test_exact_where_it_says_nothing():
     ``sum`` and ``list``), context managers left every way, match on constants, sorted items,
     __call__ overrides, custom autograd functions, a data-dependent while True, higher-order ops,
     builtins that call back (reduce, map, filter, sorted and max with a key), tensors iterated
-    by comprehensions, records whose constructors Python generates (dataclasses, named tuples)."""
+    by comprehensions, records whose constructors Python generates (dataclasses, named tuples),
+    RNNs over packed sequences."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
-             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records"]
+             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
     for name in names:

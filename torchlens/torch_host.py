@@ -43,7 +43,8 @@ _NOT_TENSOR = frozenset({
 _FIXED_OUTPUTS = {"sort": 2, "topk": 2, "kthvalue": 2, "mode": 2, "var_mean": 2, "std_mean": 2, "aminmax": 2,
                   "frexp": 2, "slogdet": 2, "qr": 2, "lstm": 3, "gru": 2, "rnn_tanh": 2, "rnn_relu": 2,
                   "svd": 3, "lstm_cell": 2, "_native_multi_head_attention": 2, "native_layer_norm": 3,
-                  "max_pool2d_with_indices": 2, "geqrf": 2, "histogram": 2, "cummax": 2, "cummin": 2}
+                  "max_pool2d_with_indices": 2, "geqrf": 2, "histogram": 2, "cummax": 2, "cummin": 2,
+                  "_pack_padded_sequence": 2, "_pad_packed_sequence": 2}
 #: Ops with an output per dimension argument (max/min/median with a dim give values and indices).
 _WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
 #: Ops with a data-dependent number of outputs: learned from how many arguments/targets.

@@ -385,17 +385,22 @@ class ExecFunction(nn.Module):
 
 
 class Packed(nn.Module):
-    """An RNN over a packed sequence (``pack_padded_sequence``/``pad_packed_sequence``)."""
+    """RNNs over packed sequences (``pack_padded_sequence``, ``pack_sequence``,
+    ``pad_packed_sequence``): ``PackedSequence`` is a named tuple with its own ``__new__``."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.rnn = nn.GRU(4, 5, batch_first=True)
+        self.gru = nn.GRU(4, 5, batch_first=True)
+        self.lstm = nn.LSTM(4, 5, batch_first=True, num_layers=2)
 
     def forward(self, x):
         packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([3, 2, 1]), batch_first=True)
-        out, h = self.rnn(packed)
+        out, h = self.gru(packed)
         padded, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
-        return padded.sum() + h.sum()
+        out2, (h2, c2) = self.lstm(nn.utils.rnn.pack_padded_sequence(x, torch.tensor([3, 3, 1]), batch_first=True))
+        padded2, _ = nn.utils.rnn.pad_packed_sequence(out2, batch_first=True, total_length=3)
+        rows, _ = self.gru(nn.utils.rnn.pack_sequence([x[0], x[1, :2]]))
+        return padded.sum() + h.sum(), padded2.relu(), h2 + c2, rows.data.tanh()
 
 
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
