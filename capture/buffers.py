@@ -18,7 +18,7 @@ A buffer read or write is not a compute op. Each observed buffer *version* becom
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 import torch
 from torch import nn
@@ -216,10 +216,20 @@ def _changed(old: torch.Tensor, new: torch.Tensor) -> Optional[bool]:
     return not torch.equal(old, new)
 
 
+def _untyped_storage_address(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage()._cdata
+
+
+#: The address of a tensor's storage object: torch's own reader where this torch has it.
+_storage_address: Callable[[torch.Tensor], int] = getattr(torch._C, "_storage_address", _untyped_storage_address)
+
+
 def storage_key(tensor: torch.Tensor) -> int:
     """Which storage a tensor uses: equal for a tensor and all its views. The storage object's
-    own identity, not its data pointer, which is 0 for every storage on the meta device."""
+    own identity (``untyped_storage()._cdata``, read without building the storage's Python
+    object), not its data pointer, which is 0 for every storage on the meta device."""
     try:
-        return tensor.untyped_storage()._cdata
+        return _storage_address(tensor)
     except (RuntimeError, NotImplementedError):  # sparse, meta or functional tensors
         return -id(tensor)
+

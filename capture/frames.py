@@ -50,18 +50,21 @@ class ChainInterner:
         self.chains: list[tuple[Place, ...]] = []
         self._codes: list[CodeType] = []
 
+    def intern_frame(self, frame: FrameType) -> int:
+        """The chain id of one frame alone (torch called straight from ``forward``: the common case)."""
+        code = frame.f_code
+        raw = (id(code), frame.f_lasti)
+        chain = self._raw.get(raw)
+        if chain is None:
+            chain = self._raw[raw] = self._normalise([code], raw[1:], None)
+        return chain
+
     def intern(self, frames: list) -> int:
         """The chain id of ``frames`` (innermost first, as :func:`read_stack` gives them)."""
-        if len(frames) == 1:  # torch called straight from forward: the common case, made cheap
-            frame = frames[0]
-            code = frame.f_code
-            raw: tuple = (id(code), frame.f_lasti)
-            chain = self._raw.get(raw)
-            if chain is None:
-                chain = self._raw[raw] = self._normalise([code], raw[1:], None)
-            return chain
+        if len(frames) == 1:
+            return self.intern_frame(frames[0])
         codes = [f.f_code for f in reversed(frames)]
-        raw = (*map(id, codes), *[f.f_lasti for f in reversed(frames)])
+        raw: tuple = (*map(id, codes), *[f.f_lasti for f in reversed(frames)])
         closures = None
         n = len(codes)
         if n > 1 and len(set(raw[:n])) < n:  # a code repeats: recursion or a shared wrapper

@@ -5,13 +5,39 @@ No grouping and no labels here: :mod:`torchlens.grouping` turns this into layers
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, make_dataclass
 from enum import Enum
-from typing import Any, Hashable, Optional, Union
+from typing import Any, Callable, Hashable, Optional, TypeVar, Union
 
 from torchlens.analysis.sites import Place
 
 from .backends import Detector
+
+
+_R = TypeVar("_R")
+
+
+def builder(record: type[_R]) -> Callable[..., _R]:
+    """A constructor of the frozen, slotted dataclass ``record`` at the cost of a plain one.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; for a
+    record built once per op (:class:`torchlens.records.Op`, with 18 fields) that is more than
+    everything else grouping does for the op. The builder fills a mutable twin with the same
+    fields, defaults and slots instead, then makes it a ``record`` (``__class__`` assignment,
+    allowed between classes of identical layout): the result is frozen like any other.
+    """
+    twin = make_dataclass(
+        f"_{record.__name__}Builder",
+        [(f.name, f.type, field(default=f.default, default_factory=f.default_factory)) for f in fields(record)],  # type: ignore[arg-type]
+        slots=True, eq=False, repr=False,
+    )
+
+    def build(*args: Any, **kwargs: Any) -> _R:
+        instance = twin(*args, **kwargs)
+        instance.__class__ = record
+        return instance
+
+    return build
 
 
 class OpKind(Enum):

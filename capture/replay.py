@@ -17,6 +17,8 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 import torch
 
+from .record import builder
+
 #: Device types whose autocast state a capture records.
 AUTOCAST_DEVICES = ("cpu", "cuda")
 
@@ -65,6 +67,10 @@ class RecordedCall:
     snapshots: dict
     #: Index into ``GlobalState.modes`` of the modes the call ran under.
     modes: int = 0
+
+
+#: :class:`RecordedCall` as a capture builds it, once per recorded call.
+new_call = builder(RecordedCall)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +195,17 @@ def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) ->
 
 def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor]) -> RecordedCall:
     """The call as a trace keeps it: every tensor argument no op produced owned (the call
-    itself when there is none)."""
+    itself when there is none). Those are the tensors left in its arguments: a produced one
+    is :data:`PRODUCED` since the call was recorded."""
     if -1 not in call.sources:
         return call
 
-    def keep(k: int, tensor: Any) -> Any:
-        return own(tensor) if call.sources[k] == -1 else tensor
+    def keep(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return own(value)
+        if type(value) is list or type(value) is tuple:
+            return type(value)([own(item) if isinstance(item, torch.Tensor) else item for item in value])
+        return value
 
-    args, kwargs = substitute(call.args, call.kwargs, keep)
-    return RecordedCall(call.func, args, kwargs, call.sources, call.snapshots, call.modes)
+    return new_call(call.func, tuple([keep(value) for value in call.args]),
+                    {key: keep(value) for key, value in call.kwargs.items()}, call.sources, call.snapshots, call.modes)

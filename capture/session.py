@@ -39,7 +39,7 @@ from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
 from .patches import Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
-from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, RecordedCall, Source, tensor_args
+from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, Source, new_call, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -243,18 +243,13 @@ class Capture(LeavesStack, TorchFunctionMode):
                 return
         else:
             return
-        sources: list[Source] = []
-        parents: list[int] = []
-        read: list[str] = []
-        call_args = tuple([self._read(value, sources, parents, read) for value in args])
-        call_kwargs = {k: self._read(v, sources, parents, read) for k, v in kwargs.items()} if kwargs else {}
-        params = tuple(read)
+        call_args, call_kwargs, sources, parents, params = self._arguments(args, kwargs)
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
         replay = None
         if self.keep_all:
             snapshots = self._alias_snapshots(args, kwargs, sources) if self.storage_writer else {}
-            replay = RecordedCall(func, call_args, call_kwargs, sources, snapshots, self.modes.index)
+            replay = new_call(func, call_args, call_kwargs, sources, snapshots, self.modes.index)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
                               tensor.dtype, parents, params, None, replay))
@@ -327,21 +322,38 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.raw.buffer_values = {address: (None, None) for address in self.raw.buffer_values}
         self.raw.state = None
 
-    def _read(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
-        """One argument of a recorded call as its :class:`~capture.replay.RecordedCall` keeps it,
-        noting the tensors it reads: a tensor an op produced becomes
-        :data:`~capture.replay.PRODUCED` (replay reads that op's value), a plain list is copied
-        (later changes to a list the model keeps do not reach the record).
+    def _arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, list[Source], list[int], tuple[str, ...]]:
+        """A recorded call's arguments as its :class:`~capture.replay.RecordedCall` keeps them,
+        the :data:`~capture.replay.Source` of each tensor argument, the ops it reads (parents)
+        and the parameters it reads.
 
-        Tensor arguments are visited in :func:`capture.replay.substitute`'s order: positional
-        then keyword values, one level into plain lists and tuples.
+        A tensor an op produced becomes :data:`~capture.replay.PRODUCED` (replay reads that
+        op's value) and a plain list is copied (later changes to a list the model keeps do not
+        reach the record). Tensor arguments are visited in :func:`capture.replay.substitute`'s
+        order: positional then keyword values, one level into plain lists and tuples.
         """
-        if isinstance(value, _Tensor):
-            return self._read_tensor(value, sources, parents, params)
-        if type(value) is list or type(value) is tuple:
-            return type(value)([self._read_tensor(item, sources, parents, params) if isinstance(item, _Tensor)
-                                else item for item in value])
-        return value
+        sources: list[Source] = []
+        parents: list[int] = []
+        params: list[str] = []
+        kept = []
+        for value in args:
+            if isinstance(value, _Tensor):
+                value = self._read_tensor(value, sources, parents, params)
+            elif type(value) is list or type(value) is tuple:
+                value = self._read_items(value, sources, parents, params)
+            kept.append(value)
+        kept_kwargs = {}
+        for key, value in kwargs.items():
+            if isinstance(value, _Tensor):
+                value = self._read_tensor(value, sources, parents, params)
+            elif type(value) is list or type(value) is tuple:
+                value = self._read_items(value, sources, parents, params)
+            kept_kwargs[key] = value
+        return tuple(kept), kept_kwargs, sources, parents, tuple(params)
+
+    def _read_items(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
+        return type(value)([self._read_tensor(item, sources, parents, params) if isinstance(item, _Tensor)
+                            else item for item in value])
 
     def _read_tensor(self, tensor: _Tensor, sources: list[Source], parents: list[int], params: list[str]) -> Any:
         index = self.producer.get(id(tensor))
@@ -406,6 +418,11 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def _site(self, frame: Optional[FrameType]) -> tuple[int, int, Optional[tuple[Segment, ...]]]:
         """Scope, module call and call-site chain of an op called from ``frame``."""
+        if frame is not None and self.stack and id(frame.f_code) not in self.roles:
+            back = frame.f_back
+            if back is not None and back.f_code is _CALL_IMPL:
+                call = self.stack[-1]  # torch called straight from a module's forward: the common case, made cheap
+                return self.raw.calls[call][0], call, (self.interner.intern_frame(frame),)
         frames, stop = read_stack(frame, self.roles)
         level = len(self.stack) - 1
         if stop is not None and stop.f_code is not _CALL_IMPL_INNER and frames and level >= 0:

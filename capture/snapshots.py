@@ -173,13 +173,13 @@ class Ownership:
     def settle(self, raw: RawCapture, replayable: bool) -> None:
         """Copy what can still change; keep replay arguments only when the trace can replay."""
         self.state |= state_storages(named_modules(self.model), self.inputs)[0]  # reassigned during forward
-        own = self.own
+        state = self.state
         for op in raw.ops:
-            if op.out is not None:
-                owned = own(op.out)
-                if owned is not op.out:
-                    op.meta = op.meta or meta_of(op.out)
-                    op.out = owned
+            out = op.out
+            if out is not None and storage_key(out) in state:
+                op.meta = op.meta or meta_of(out)
+                op.out = self._copy(out)
+        own = self.own
         for root in raw.containers:
             if root.values is not None:
                 root.values = tuple(own(t) for t in root.values)

@@ -26,10 +26,14 @@ from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_l
 from torchlens.analysis.sites import HookMark, Link
 from torchlens.analysis.structural import StructOp, structural_keys
 from torchlens.capture.backends import Detector
-from torchlens.capture.record import BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, layer_key
+from torchlens.capture.record import BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, builder, layer_key
 
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
+
+#: :class:`Op` and :class:`ModuleCall` as grouping builds them, one per op and per module call.
+_new_op = builder(Op)
+_new_call = builder(ModuleCall)
 
 #: What ran, by detector: ``trace.options.grouping_policy``. ``grouper_v1`` (captures without
 #: call-site evidence) groups by graph structure: :mod:`torchlens.analysis.structural`.
@@ -59,12 +63,11 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
 
     index: dict[str, Layer] = {}
     ops = [
-        Op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
-           _distinct([op_labels[p] for p in op.parents]), _distinct(children[i]),
-           op.params, call_labels[op.call] if op.call >= 0 else None,
-           OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
-           op.replay, container_spec=op.container, _meta=op.meta,
-           _grad=None if raw.gradients is None else (raw.gradients, i))
+        _new_op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
+                _distinct([op_labels[p] for p in op.parents]), _distinct(children[i]),
+                op.params, call_labels[op.call] if op.call >= 0 else None,
+                OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
+                op.replay, op.container, op.meta, None if raw.gradients is None else (raw.gradients, i))
         for i, op in enumerate(raw.ops)
     ]
     passes = [[ops[i] for i in members] for members in grouping.members()]
@@ -149,7 +152,7 @@ def _modules(raw: RawCapture, addresses: list[str], call_labels: list[str],
             call = raw.call_io[call].parent
     calls: dict[int, list[ModuleCall]] = {}
     for n, ((m, k), io) in enumerate(zip(raw.calls, raw.call_io)):
-        calls.setdefault(m, []).append(ModuleCall(
+        calls.setdefault(m, []).append(_new_call(
             call_labels[n], addresses[m], k, call_labels[io.parent] if io.parent >= 0 else None,
             tuple(op_labels[i] for i in io.inputs), tuple(op_labels[i] for i in io.outputs), tuple(inside[n]),
         ))
