@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import collections.abc
 import copy
 import dataclasses
@@ -280,7 +281,8 @@ class Interpreter:
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
             builtins.getattr: self.b_getattr, builtins.hasattr: self.b_hasattr, builtins.setattr: self.b_setattr,
             builtins.super: self.b_super, builtins.tuple: self.b_sequence(tuple), builtins.list: self.b_sequence(list),
-            builtins.set: self.b_sequence(list), builtins.dict: self.b_dict,
+            builtins.set: self.b_sequence(list), builtins.dict: self.b_mapping(dict),
+            collections.OrderedDict: self.b_mapping(collections.OrderedDict),
             builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
             builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.any: self.b_all_any(True),
             builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps, copy.deepcopy: self.b_deepcopy,
@@ -2076,12 +2078,15 @@ class Interpreter:
             return Seq(items, kind) if items is not None else Opaque(f"{kind.__name__} of unknown items")
         return build
 
-    def b_dict(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        if args and isinstance(args[0], Dict):
-            return Dict({**args[0].items, **kwargs})
-        if not args:
-            return Dict(dict(kwargs))
-        return None
+    def b_mapping(self, kind: type) -> Handler:
+        """``dict(...)`` or ``OrderedDict(...)`` of a dict built by the code, or of keywords."""
+        def build(args: list[Value], kwargs: dict) -> Optional[Value]:
+            if args and isinstance(args[0], Dict):
+                return Dict({**args[0].items, **kwargs}, kind)
+            if not args:
+                return Dict(dict(kwargs), kind)
+            return None
+        return build
 
     def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         if not args or isinstance(args[0], Known):

@@ -114,6 +114,8 @@ class Dict(Value):
     """A dict built by the code being read (``**kwargs`` too), keyed by concrete keys."""
 
     items: dict[Any, Value] = field(default_factory=dict)
+    #: ``dict`` or ``collections.OrderedDict``.
+    kind: type = dict
 
 
 @dataclass(eq=False, slots=True)
@@ -317,7 +319,7 @@ def type_of(value: Value, tensor_type: type) -> Optional[type]:
     if isinstance(value, Seq):
         return value.kind
     if isinstance(value, Dict):
-        return dict
+        return value.kind
     if isinstance(value, Instance):
         return value.cls
     if isinstance(value, Function):
