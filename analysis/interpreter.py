@@ -1115,10 +1115,10 @@ class Interpreter:
         return Opaque(f"{op} of unknown values", Nature.NUMBER if numberish else Nature.ANY)
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        operand = self.eval(node.operand)
-        if isinstance(node.op, ast.Not):
-            known = truth(operand)
+        if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
+            known = self.operand(node.operand)[1]
             return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
+        operand = self.eval(node.operand)
         stem, compute = UNARY[type(node.op)]
         if isinstance(operand, Tensor):
             kind, member = self.host.tensor_attribute(f"__{stem}__")
@@ -1160,25 +1160,42 @@ class Interpreter:
         return self.binop(COMPARE[type(op)], left, right, node, COMPARE_OPS)
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Value:
+        return self.bool_op(node)[0]
+
+    def condition(self, node: ast.expr) -> Optional[bool]:
+        """The truth of a test (``if``, ``while``, a filter, a guard): an ``and``/``or`` is
+        decided by an operand that decides it even when its value is not (``x and False``
+        is false whatever ``x`` is)."""
+        if isinstance(node, ast.BoolOp):
+            return self.bool_op(node)[1]
+        return truth(self.eval(node))
+
+    def bool_op(self, node: ast.BoolOp) -> tuple[Value, Optional[bool]]:
+        """The value of ``a and b ...`` / ``a or b ...`` and its truth when decidable."""
         stop_on = isinstance(node.op, ast.Or)  # `or` stops at the first true value
         values: list[Value] = []
         uncertain = False
         for expr in node.values:
             if uncertain:
                 with self.scaled(MAYBE):
-                    value = self.eval(expr)
+                    value, known = self.operand(expr)
             else:
-                value = self.eval(expr)
-            known = truth(value)
-            if known is stop_on and not uncertain:
-                return value
+                value, known = self.operand(expr)
+            values.append(value)
+            if known is stop_on:  # every run that gets here stops here: the rest never runs
+                return (join(values) if uncertain else value), stop_on
             if known is None:
                 uncertain = True
-            values.append(value)
-        return join(values) if uncertain else values[-1]
+        return (join(values), None) if uncertain else (values[-1], not stop_on)
+
+    def operand(self, node: ast.expr) -> tuple[Value, Optional[bool]]:
+        if isinstance(node, ast.BoolOp):
+            return self.bool_op(node)
+        value = self.eval(node)
+        return value, truth(value)
 
     def eval_IfExp(self, node: ast.IfExp) -> Value:
-        known = truth(self.eval(node.test))
+        known = self.condition(node.test)
         if known is True:
             return self.eval(node.body)
         if known is False:
@@ -1338,7 +1355,7 @@ class Interpreter:
             self.assign(gen.target, item)
             decided = True
             for cond in gen.ifs:
-                known = truth(self.eval(cond))
+                known = self.condition(cond)
                 if known is False:
                     decided = False
                     break
@@ -1540,7 +1557,7 @@ class Interpreter:
     # -- branches ----------------------------------------------------------------------------
 
     def exec_If(self, node: ast.If) -> Optional[Signal]:
-        known = truth(self.eval(node.test))
+        known = self.condition(node.test)
         if known is True:
             return self.exec_block(node.body)
         if known is False:
@@ -1640,7 +1657,7 @@ class Interpreter:
             start = len(self.events)
             exits = self.exits
             entry = self.mark_entry(rebound)
-            known = truth(self.eval(node.test))
+            known = self.condition(node.test)
             if known is False:
                 self.settle_entry(entry, start, carry=False)
                 return self.exec_block(node.orelse)
@@ -1737,7 +1754,7 @@ class Interpreter:
         for case in node.cases:
             matched = self.match(case.pattern, subject)
             if matched and case.guard is not None:
-                matched = truth(self.eval(case.guard))
+                matched = self.condition(case.guard)
             if matched is None:
                 self.gap(f"match{self.where(node)}: case at line {case.pattern.lineno} cannot "
                          "be decided; the arms from there on are not followed")

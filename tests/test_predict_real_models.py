@@ -37,3 +37,28 @@ def test_tensors_in_an_ordered_dict_keep_their_shape() -> None:
     assert not pred.gaps and all(str(layer.count) == "1" for layer in pred.layers)
     assert tl.trace(model, x).check_prediction(pred).ok
 
+
+class Decided(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.never = False
+
+    def forward(self, x):
+        if x.sum() > 0 and self.never:  # false whatever the sum
+            x = torch.relu(x)
+        if not (x.sum() > 0 or not self.never):  # `or True`: the branch never runs
+            x = torch.sigmoid(x)
+        if x.sum() > 0 or torch.tanh(x).sum() > 0 and False:  # tanh may run, the branch too
+            x = torch.exp(x)
+        while x.sum() > 0 and self.never:
+            x = torch.cos(x)
+        return [torch.sin(v) for v in x if v.sum() > 0 and self.never]
+
+
+def test_and_or_are_decided_by_the_operand_that_decides_them() -> None:
+    model, x = Decided(), torch.randn(3, 2)
+    pred = tl.predict(model, x)
+    ops = {layer.func_name: str(layer.count) for layer in pred.layers}
+    assert "relu" not in ops and "sigmoid" not in ops and "cos" not in ops and "sin" not in ops
+    assert ops["tanh"] == "0..1" and ops["exp"] == "0..1"
+    assert tl.trace(model, x).check_prediction(pred).ok
