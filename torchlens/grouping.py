@@ -31,8 +31,10 @@ from torchlens.capture.record import BUFFER, INPUT, OP, OUTPUT, Hooked, RawCaptu
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
 
-#: :class:`Op` and :class:`ModuleCall` as grouping builds them, one per op and per module call.
+#: :class:`Op`, :class:`OpGraph` and :class:`ModuleCall` as grouping builds them, per op and
+#: per module call.
 _new_op = builder(Op)
+_new_graph = builder(OpGraph)
 _new_call = builder(ModuleCall)
 
 #: What ran, by detector: ``trace.options.grouping_policy``. ``grouper_v1`` (captures without
@@ -62,12 +64,13 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
             children[parent].append(op_labels[i])
 
     index: dict[str, Layer] = {}
+    gradients = raw.gradients
     ops = [
         _new_op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
                 _distinct([op_labels[p] for p in op.parents]), _distinct(children[i]),
                 op.params, call_labels[op.call] if op.call >= 0 else None,
-                OpGraph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
-                op.replay, op.container, op.meta, None if raw.gradients is None else (raw.gradients, i))
+                _new_graph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
+                op.replay, op.container, op.meta, None if gradients is None else (gradients, i))
         for i, op in enumerate(raw.ops)
     ]
     passes = [[ops[i] for i in members] for members in grouping.members()]
@@ -86,7 +89,9 @@ def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], di
 
 def _distinct(labels: list[str]) -> tuple[str, ...]:
     """``labels`` without repeats, in order."""
-    return tuple(labels) if len(labels) < 2 else tuple(dict.fromkeys(labels))
+    if len(labels) < 2 or len(labels) == 2 and labels[0] != labels[1]:
+        return tuple(labels)
+    return tuple(dict.fromkeys(labels))
 
 
 def _ordinals(raw: RawCapture) -> list[int]:
@@ -113,7 +118,8 @@ def _key(i: int, op: RawOp, ordinals: list[int], raw: RawCapture) -> Hashable:
 def _keys(raw: RawCapture, ordinals: list[int]) -> list[Hashable]:
     """Every op's grouping key, with each buffer's starting value placed by the rule; compute
     ops of a capture without call-site evidence by the structural grouper."""
-    keys = [_key(i, op, ordinals, raw) for i, op in enumerate(raw.ops)]
+    keys = [layer_key(i, op, ordinals[i]) if op.kind is not BUFFER else _key(i, op, ordinals, raw)
+            for i, op in enumerate(raw.ops)]
     if raw.detector is Detector.GROUPER:
         structural = structural_keys([
             StructOp(op.scope, op.call if op.kind is OP else None, (op.name, op.args_text, op.slot, op.params),
@@ -144,17 +150,18 @@ def _call_site(raw: RawCapture, op: RawOp, addresses: list[str]) -> CallSite:
 
 def _modules(raw: RawCapture, addresses: list[str], call_labels: list[str],
              op_labels: list[str]) -> dict[str, Module]:
+    parent_of = [io.parent for io in raw.call_io]
     inside: list[list[str]] = [[] for _ in raw.calls]
-    for i, op in enumerate(raw.ops):
+    for label, op in zip(op_labels, raw.ops):
         call = op.call
         while call >= 0:
-            inside[call].append(op_labels[i])
-            call = raw.call_io[call].parent
+            inside[call].append(label)
+            call = parent_of[call]
     calls: dict[int, list[ModuleCall]] = {}
     for n, ((m, k), io) in enumerate(zip(raw.calls, raw.call_io)):
         calls.setdefault(m, []).append(_new_call(
             call_labels[n], addresses[m], k, call_labels[io.parent] if io.parent >= 0 else None,
-            tuple(op_labels[i] for i in io.inputs), tuple(op_labels[i] for i in io.outputs), tuple(inside[n]),
+            tuple([op_labels[i] for i in io.inputs]), tuple([op_labels[i] for i in io.outputs]), tuple(inside[n]),
         ))
     return {
         m.address: Module(m.address, m.type_name, m.num_calls, tuple(calls.get(i, ())), m.params,
