@@ -1,0 +1,49 @@
+"""Records the capture builds through ``capture.record.builder`` are the frozen records themselves."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import torchlens as tl
+from models import cases as C
+from torchlens.capture.record import builder
+from torchlens.capture.replay import RecordedCall
+from torchlens.records import ModuleCall, Op, OpGraph
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Point:
+    x: int
+    y: int = 0
+    tags: tuple = dataclasses.field(default_factory=tuple)
+
+
+def test_a_built_record_is_the_record_frozen_with_its_defaults():
+    point = builder(Point)(1, tags=("a",))
+    assert type(point) is Point and point == Point(1, 0, ("a",)) and hash(point) == hash(Point(1, 0, ("a",)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        point.x = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        builder(Point)()  # a field without a default is still required
+
+
+def _same_as_constructed(record: object) -> bool:
+    kind = type(record)
+    again = kind(**{f.name: getattr(record, f.name) for f in dataclasses.fields(kind)})  # type: ignore[call-overload]
+    return all(getattr(again, f.name) is getattr(record, f.name) for f in dataclasses.fields(kind))  # type: ignore[arg-type]
+
+
+def test_every_record_a_trace_builds_is_frozen_and_what_its_constructor_makes():
+    trace = tl.trace(C.ResidualBlockList(), torch.randn(2, 4))
+    calls = [op._replay for op in trace.ops if op._replay is not None]
+    module_calls = [call for module in trace.modules.values() for call in module.calls]
+    built = [*trace.ops, *(op.graph for op in trace.ops), *calls, *module_calls]
+    assert {type(r) for r in built} == {Op, OpGraph, RecordedCall, ModuleCall}
+    for record in built:
+        assert _same_as_constructed(record)
+        field = dataclasses.fields(record)[0].name  # type: ignore[arg-type]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, field, None)
