@@ -46,6 +46,7 @@ from enum import Enum
 from types import CodeType
 from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
+from .bytecode import run_bytecode, unread
 from .callbacks import callback_handlers
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
@@ -693,13 +694,20 @@ class Interpreter:
         if emulated is not None:
             return emulated
         started = time.perf_counter()
+        missing: Optional[SourceUnavailableError] = None
         try:
             src, node = source_of_code(fn.__code__, fn.__qualname__)
         except SourceUnavailableError as error:
-            self.gap(f"{fn.__qualname__}: {error}")  # Python that may run ops, whatever its arguments
-            return Opaque(f"{fn.__qualname__}: {error}")
+            missing = error
         finally:  # reading a file is bounded work: the budget counts interpretation only
             self.deadline += time.perf_counter() - started
+        if missing is not None:
+            unread_why = unread(fn)
+            if unread_why is None:  # straight-line code (exec of a string): read its instructions
+                return run_bytecode(self, fn, args, kwargs)
+            why = f"{fn.__qualname__}: {missing}; {unread_why}"
+            self.gap(why)  # Python that may run ops, whatever its arguments
+            return Opaque(why)
         fresh = src.codes.get(id(node))
         if fresh is not None and fresh.co_linetable != fn.__code__.co_linetable:
             why = (f"the source of {fn.__qualname__} ({_short(fn.__code__.co_filename)}:{fn.__code__.co_firstlineno}) "

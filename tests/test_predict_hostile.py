@@ -34,8 +34,10 @@ REPORTED = {
     "Recurse": "recursion deeper than 24 calls",
     "Lost": "cannot be read (no Python source)",
     "ModuleInForward": f"ReLU built while the model runs at {line_of(H.ModuleInForward, 'nn.ReLU()')}",
-    "ExecFunction": "scaled_tanh: no source for '<string>'",
+    "ExecBranch": "branchy: no source for '<string>'",
 }
+if sys.version_info < (3, 11):
+    REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -63,6 +65,7 @@ def test_exact_where_it_says_nothing():
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
+        names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
     for name in names:
         model, inputs = MODELS[name]
         pred = tl.predict(model, *inputs)
@@ -102,6 +105,15 @@ def test_a_filter_the_data_decides_runs_what_follows_0_or_1_times():
     kept = [layer for layer in pred.layers if layer.count.exact is None]
     assert [(layer.func_name, layer.count.lo, layer.count.hi) for layer in kept] == [("add", 0, 3)]
     assert "filter keeps items the prediction cannot decide" in kept[0].passes_note
+
+
+def test_exec_built_code_beyond_straight_lines_is_a_gap_naming_the_instruction():
+    pred = tl.predict(*[H.ExecBranch(), torch.randn(3, 4)])
+    why = " ".join(g.why for g in pred.gaps)
+    if sys.version_info >= (3, 11):
+        assert "only straight-line code is read from bytecode (POP_JUMP" in why and "at line 2)" in why, why
+    else:
+        assert "its bytecode is read on Python 3.11+ only" in why, why
 
 
 def test_defaults_that_raise_say_so_and_ask_for_inputs():

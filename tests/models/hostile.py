@@ -374,14 +374,23 @@ class ModuleInForward(nn.Module):
 
 
 _namespace: dict = {"torch": torch}
-exec("def scaled_tanh(x):\n    y = torch.tanh(x)\n    return y * 2\n", _namespace)
+exec("def scaled_tanh(x, scale=2.0):\n    y = torch.tanh(x)\n    y += x.sum(dim=0)[1]\n"
+     "    return torch.stack((y * scale, x.relu()), dim=0), x.shape[0] < 3\n", _namespace)
+exec("def branchy(x):\n    if x.sum() > 0:\n        return x.tanh()\n    return x\n", _namespace)
 
 
 class ExecFunction(nn.Module):
     """A function built by ``exec`` of a string: its bytecode is there, its source is not."""
 
     def forward(self, x):
-        return _namespace["scaled_tanh"](x) + 1
+        return _namespace["scaled_tanh"](x)[0] + 1
+
+
+class ExecBranch(nn.Module):
+    """The same with a branch: only straight-line bytecode is read."""
+
+    def forward(self, x):
+        return _namespace["branchy"](x) + 1
 
 
 class Packed(nn.Module):
@@ -413,5 +422,6 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
     out["ExecFunction"] = (ExecFunction(), (x,))
+    out["ExecBranch"] = (ExecBranch(), (x,))
     out["Packed"] = (Packed(), (torch.randn(3, 3, 4),))
     return out
