@@ -96,3 +96,30 @@ def test_a_source_file_edited_and_reloaded_is_read_again(tmp_path, monkeypatch) 
     path.write_text(path.read_text().replace("return torch.tanh(x)", "return torch.sigmoid(x).exp()"))
     linecache.checkcache(str(path))
     assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["sigmoid", "exp"]
+
+
+def test_batch_norm_on_fakes_is_empty_like_its_input() -> None:
+    """The shortcut for ``torch.batch_norm`` (not training) gives the fake the op itself gives,
+    on the contiguous layouts it is taken for; the others run the op."""
+    from torchlens.torch_host import FakeShapes, _like_its_input
+    from torchlens.analysis.values import Known, Tensor
+
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    for shape, layout in [((2, 8), torch.contiguous_format), ((2, 8, 5), torch.contiguous_format),
+                          ((1, 8, 6, 6), torch.contiguous_format), ((1, 8, 6, 6), torch.channels_last),
+                          ((2, 8, 3, 4, 5), torch.channels_last_3d), ((8, 8, 1, 1), torch.contiguous_format),
+                          ((8, 8, 1, 1), None), ((2, 8, 5), None)]:
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            live = torch.randn(shape, dtype=dtype)
+            live = live.transpose(0, -1) if layout is None else live.contiguous(memory_format=layout)
+            c = live.shape[1]
+            x, w, stats = (shapes.fake(t) for t in (live, torch.randn(c), torch.randn(c)))
+            args = [x, w, w, stats, stats, False, 0.1, 1e-5, False]
+            with mode:
+                op = torch.batch_norm(*args)
+            values = [Tensor(meta=a) if isinstance(a, torch.Tensor) else Known(a) for a in args]
+            got = shapes.run(torch.batch_norm, values, {})
+            assert _like_its_input(torch.batch_norm, args) is (layout is torch.contiguous_format)
+            assert (got.shape, got.stride(), got.dtype, got.device, got.storage_offset()) == \
+                (op.shape, op.stride(), op.dtype, op.device, op.storage_offset()), (shape, layout, dtype)

@@ -385,6 +385,8 @@ class FakeShapes:
                 warnings.simplefilter("ignore")
                 if isinstance(fn, str):  # a view property (.T, .mT)
                     return getattr(plain[0], fn)
+                if _like_its_input(fn, plain):
+                    return torch.empty_like(plain[0])
                 return fn(*plain, **plain_kw)
         except Exception:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
             return _UNKNOWN
@@ -416,6 +418,16 @@ class FakeShapes:
         if isinstance(value, TensorTuple) and value.metas is not None:
             return value.metas
         raise _NoShape
+
+
+def _like_its_input(fn: Any, args: list) -> bool:
+    """``torch.batch_norm`` not training, on a contiguous input: its output is ``empty_like(input)``
+    (shape, dtype, device and strides; ``tests/test_predict_cache.py`` compares). Run on fakes
+    it goes through torch's Python decomposition, 20 ms for each new shape: most of a
+    ResNet's cold prediction."""
+    if fn is not torch.batch_norm or len(args) < 6 or args[5] is not False or not isinstance(args[0], torch.Tensor):
+        return False
+    return args[0].dim() >= 2 and args[0].is_contiguous()  # (channels-last: size-1 dims' strides differ)
 
 
 def _signature(tensor: torch.Tensor) -> tuple:
