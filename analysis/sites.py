@@ -109,7 +109,7 @@ code_id: PerCode[CodeId] = PerCode(_code_id)
 class _CodeTable:
     """Per-code-object lookup tables, built on first use."""
 
-    __slots__ = ("ident", "positions", "owner", "lines", "fold")
+    __slots__ = ("ident", "positions", "owner", "lines", "fold", "places")
 
     def __init__(self, code: CodeType) -> None:
         self.ident = code_id(code)
@@ -119,6 +119,9 @@ class _CodeTable:
         self.owner = _instruction_owners(code)
         self.lines = {o: ln for start, end, ln in code.co_lines() for o in range(start, end, 2)}
         self.fold: Optional[dict[int, int]] = None
+        #: ``f_lasti`` -> its :class:`Place`, as :func:`instruction_place` gave it (a capture
+        #: asks again for every call site on every trace).
+        self.places: dict[int, Place] = {}
 
 
 _table: PerCode[_CodeTable] = PerCode(_CodeTable)
@@ -153,6 +156,13 @@ def instruction_place(code: CodeType, lasti: int) -> Place:
     ``EXTENDED_ARG`` prefix) or an instruction offset from ``dis``; both give one place.
     """
     table = _table(code)
+    place = table.places.get(lasti)
+    if place is None:
+        place = table.places[lasti] = _place(table, code, lasti)
+    return place
+
+
+def _place(table: _CodeTable, code: CodeType, lasti: int) -> Place:
     if table.positions is not None:
         line, end_line, col, end_col = table.positions[lasti // 2]
         if col is not None:
