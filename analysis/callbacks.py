@@ -1,6 +1,7 @@
 """Builtins that call back into the program or iterate for it: ``sum``, ``map``, ``filter``,
-``sorted``/``min``/``max`` with ``key`` (or over tensors), ``functools.reduce``, ``zip``,
-``enumerate``.
+``sorted``/``min``/``max`` with ``key`` (or over tensors), ``list.sort``, ``functools.reduce``,
+``zip``, ``enumerate``, ``itertools.starmap``/``accumulate``/``chain``, and ``operator``'s
+functions on tensors.
 
 As in CPython, each takes ``iter()`` of its sources when it is called (a tensor's ``__iter__``
 runs at the builtin's call), and calls what it is given from C, with no frame of its own: a
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
+import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
@@ -24,7 +27,7 @@ from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concr
 if TYPE_CHECKING:
     from .interpreter import Interpreter
 
-__all__ = ["callback_handlers"]
+__all__ = ["callback_handlers", "sort_in_place"]
 
 Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
 
@@ -35,7 +38,16 @@ def callback_handlers(run: Interpreter) -> dict[Any, Handler]:
             builtins.filter: functools.partial(_filter, run), builtins.sorted: functools.partial(_sorted, run),
             builtins.min: functools.partial(_extreme, run, "lt"), builtins.max: functools.partial(_extreme, run, "gt"),
             functools.reduce: functools.partial(_reduce, run), builtins.zip: functools.partial(_zip, run),
-            builtins.enumerate: functools.partial(_enumerate, run)}
+            builtins.enumerate: functools.partial(_enumerate, run), itertools.starmap: functools.partial(_starmap, run),
+            itertools.accumulate: functools.partial(_accumulate, run), itertools.chain: functools.partial(_chain, run),
+            **{fn: functools.partial(_operator, run, stem) for fn, stem in _OPERATORS.items()}}
+
+
+#: ``operator`` functions -> the dunder stem they call (``operator.add(t, 1)`` is ``t.__add__(1)``).
+_OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "truediv",
+              operator.floordiv: "floordiv", operator.mod: "mod", operator.pow: "pow", operator.matmul: "matmul",
+              operator.and_: "and", operator.or_: "or", operator.xor: "xor", operator.lt: "lt", operator.le: "le",
+              operator.gt: "gt", operator.ge: "ge", operator.eq: "eq", operator.ne: "ne"}
 
 
 def _for_real(run: Interpreter, values: list[Value]) -> bool:
@@ -114,6 +126,71 @@ def _enumerate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) ->
             yield Seq([Known(k), item])
 
     return Lazy(start, "enumerate")
+
+
+def _operator(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.add(a, b)`` and kin: the operator's dunder, from C at the call."""
+    if len(args) != 2 or kwargs or not any(isinstance(a, Tensor) for a in args):
+        return None
+    return run.binop(stem, args[0], args[1], None, frozenset())
+
+
+def _starmap(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if len(args) != 2:
+        return None
+    fn, items = args[0], _items(run, args[1], "itertools.starmap")
+
+    def start() -> Iterator[Value]:
+        for item in items:
+            unpacked = run.unpack(item, None)
+            yield run.call(fn, unpacked, {}) if unpacked is not None else Opaque("starmap of unknown arguments")
+
+    return Lazy(start, "itertools.starmap")
+
+
+def _accumulate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    if not args or len(args) > 2:
+        return None
+    items = _items(run, args[0], "itertools.accumulate")
+    fn = args[1] if len(args) > 1 else kwargs.get("func", NONE)
+    initial = kwargs.get("initial", NONE)
+
+    def start() -> Iterator[Value]:
+        total: Optional[Value] = None if initial is NONE else initial
+        if total is not None:
+            yield total
+        for item in items:
+            if total is None:
+                total = item
+            elif fn is NONE:
+                total = run.binop("add", total, item, None, frozenset())
+            else:
+                total = run.call(fn, [total, item], {})
+            yield total
+
+    return Lazy(start, "itertools.accumulate")
+
+
+def _chain(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``itertools.chain``: ``iter()`` of each source when the consumer reaches it."""
+    if kwargs:
+        return None
+
+    def start() -> Iterator[Value]:
+        for source in args:
+            yield from _items(run, source, "itertools.chain")
+
+    return Lazy(start, "itertools.chain")
+
+
+def sort_in_place(run: Interpreter, seq: Seq, kwargs: dict[str, Value]) -> None:
+    """``xs.sort(key=..., reverse=...)``: what ``sorted`` gives, put back in the list."""
+    result = run.call(Known(builtins.sorted), [seq], kwargs)
+    items = run.unpack(result, None) if isinstance(result, (Seq, Known)) else None
+    if items is None:
+        seq.unsure = seq.unsure or f"sorted in place by keys it cannot order{run.where()}"
+    else:
+        seq.items[:] = items
 
 
 def _filter(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:

@@ -47,7 +47,7 @@ from types import CodeType
 from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from .bytecode import run_bytecode, unread
-from .callbacks import callback_handlers
+from .callbacks import callback_handlers, sort_in_place
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
@@ -83,6 +83,9 @@ _SILENT = frozenset({"warnings", "logging"})
 #: Higher-order ops whose outputs follow their operands or branches: op name -> parameter names.
 _BRANCHING = {"cond": ("pred", "true_fn", "false_fn", "operands"),
               "while_loop": ("cond_fn", "body_fn", "carried_inputs")}
+
+#: What ``functools.lru_cache``/``functools.cache`` make.
+_CACHED = (functools._lru_cache_wrapper,)
 
 #: Steps between two looks at the clock.
 _CLOCK_EVERY = 256
@@ -378,6 +381,8 @@ class Interpreter:
     def emit(self, name: str, slots: Optional[int] = 1) -> Event:
         """Record one op call at the current place."""
         scope, chain, why = self.scope_and_chain()
+        if chain is None:
+            self.note(f"{name}: {why}: its place is not predicted")
         event = Event(scope, chain, name, self.mult, slots, why)
         if self.recording:
             self.events.append(event)
@@ -460,9 +465,16 @@ class Interpreter:
             return self.run_live_function(obj, args, kwargs)
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
+        if isinstance(obj, _CACHED):  # functools.lru_cache/cache: runs or not, as its cache says
+            why = f"{_name(obj)} is cached (functools.lru_cache){self.where()}: whether it runs depends on its cache"
+            self.gap(why)
+            return Opaque(why)
         call = getattr(type(obj), "__call__", None)
         if isinstance(call, types.FunctionType):
             return self.run_live_function(call, [Known(obj), *args], kwargs)
+        for arg in args:  # C consumes an iterator it is given: what it runs happens here
+            if isinstance(arg, Lazy):
+                self.unpack(arg, None)
         if getattr(obj, "__module__", None) == "builtins" or getattr(obj, "__self__", None) is not None \
                 and isinstance(obj, types.BuiltinMethodType) and not may_hold_tensor(Known(obj.__self__)):
             return Opaque(f"{_name(obj)} of unknown values")  # a builtin runs no op
@@ -1000,10 +1012,28 @@ class Interpreter:
             if isinstance(static, property) and inspect.isfunction(static.fget):
                 self.at_node(node, ATTR_LOAD)
                 return self.call(Known(static.fget), [Known(obj)], {})
+            getter = self.descriptor_get(static, name, vars(obj)) if self.host.is_module(obj) else None
+            if getter is not None:  # a model's own descriptor (torch's own are read for real)
+                self.at_node(node, ATTR_LOAD)
+                return self.call(self.wrap(getter), [Known(static), Known(obj), Known(type(obj))], {})
         try:
             return self.wrap(getattr(obj, name))
         except Exception:  # noqa: BLE001 - any failing getattr is "no such attribute" here
             return Opaque(f"{type(obj).__name__} has no attribute {name} (reading it raises)", Nature.NUMBER)
+
+    @staticmethod
+    def descriptor_get(static: Any, name: str, instance_dict: Any) -> Optional[types.FunctionType]:
+        """The Python ``__get__`` of a descriptor found on the class (not a property, function
+        or method wrapper), which attribute access runs (unless the instance's own dict holds
+        the name and the descriptor has no ``__set__``)."""
+        if static is None or isinstance(static, (property, staticmethod, classmethod, types.FunctionType)):
+            return None
+        getter = class_attr(type(static), "__get__")
+        if not isinstance(getter, types.FunctionType):
+            return None
+        if name in instance_dict and class_attr(type(static), "__set__") is None:
+            return None
+        return getter
 
     def super_attribute(self, ref: SuperRef, name: str) -> Value:
         """``super().name``: looked up after ``ref.owner`` in the receiver's MRO."""
@@ -1043,6 +1073,10 @@ class Interpreter:
         if isinstance(static, property) and inspect.isfunction(static.fget):
             self.at_node(node, ATTR_LOAD)
             return self.call(Known(static.fget), [inst], {})
+        getter = self.descriptor_get(static, name, {})
+        if getter is not None:
+            self.at_node(node, ATTR_LOAD)
+            return self.call(self.wrap(getter), [Known(static), inst, Known(inst.cls)], {})
         if isinstance(static, staticmethod):
             return self.wrap(static.__func__)
         if isinstance(static, classmethod):
@@ -1355,7 +1389,15 @@ class Interpreter:
             count = Count(0, None, source_text(gen.iter), f"{source_text(gen.iter)} has no static length")
             items = iter([element_of(source)])
             self.unlisted += 1
-        for item in items:
+        resume = self.comprehension_place(k, "FOR_ITER")
+        while True:
+            frame = self.frame
+            if frame is not None and resume is not None:
+                frame.at = resume  # a lazy iterator resumes from the comprehension's FOR_ITER
+            try:
+                item = next(items)
+            except StopIteration:
+                break
             self.step()
             saved = self.mult
             if count is not None:
@@ -1382,10 +1424,17 @@ class Interpreter:
         enclosing code). Where the comprehension is inlined (3.12+) a tensor's is not placed."""
         frame = self.frame
         if isinstance(value, Tensor) and frame is not None:
-            own = isinstance(frame.node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
-            offsets = [ins.offset for ins in dis.get_instructions(frame.code) if ins.opname == "GET_ITER"] if own else []
-            frame.at = instruction_place(frame.code, offsets[k - 1]) if k <= len(offsets) else None
+            frame.at = self.comprehension_place(k - 1, "GET_ITER")
         return self.iterate(value)
+
+    def comprehension_place(self, k: int, opname: str) -> Optional[Place]:
+        """The place of the ``k``-th ``opname`` in the current frame's code when it is a
+        comprehension's own (``None`` where it is inlined, 3.12+)."""
+        frame = self.frame
+        if frame is None or not isinstance(frame.node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return None
+        offsets = [ins.offset for ins in dis.get_instructions(frame.code) if ins.opname == opname]
+        return instruction_place(frame.code, offsets[k]) if 0 <= k < len(offsets) else None
 
     def iter_at(self, value: Value, *nodes: ast.AST) -> Optional[Iterator[Value]]:
         """``iter(value)`` from the current frame: a tensor's ``__iter__`` runs at the
@@ -1944,6 +1993,9 @@ class Interpreter:
             return self.call(self.wrap(fn.func), [*(self.wrap(a) for a in fn.args), *args],
                              {**{k: self.wrap(v) for k, v in fn.keywords.items()}, **kwargs})
         if is_pure(fn) or self.host.constant_call(fn):
+            for arg in args:  # C consumes an iterator it is given: what it runs happens here
+                if isinstance(arg, Lazy):
+                    self.unpack(arg, None)
             plain = concrete_args(args, kwargs)
             if plain is not None:
                 try:
@@ -2001,6 +2053,12 @@ class Interpreter:
                 return receiver.items.pop(key if isinstance(key, int) else -1)
             if name == "copy":
                 return Seq(list(receiver.items), receiver.kind)
+            if name == "sort" and not receiver.unsure:
+                sort_in_place(self, receiver, kwargs)
+                return NONE
+            if name == "reverse" and not receiver.unsure:
+                receiver.items.reverse()
+                return NONE
             if name in ("index", "count"):
                 ok, obj = concrete(receiver)
                 return Known(getattr(obj, name)(first.obj)) if ok and isinstance(first, Known) else Opaque(name, Nature.NUMBER)
@@ -2110,7 +2168,20 @@ class Interpreter:
                 return Dict({**args[0].items, **kwargs}, kind)
             if not args:
                 return Dict(dict(kwargs), kind)
-            return None
+            if isinstance(args[0], Known):
+                return None
+            pairs = self.unpack(args[0], None)  # an iterable of pairs (zip of keys and a map)
+            if pairs is None:
+                return Opaque(f"{kind.__name__} of unknown items")
+            out = Dict({}, kind)
+            for pair in pairs:
+                key_value = self.unpack(pair, 2)
+                if key_value is None or len(key_value) != 2:
+                    return Opaque(f"{kind.__name__} of unknown items")
+                key, value = key_value
+                out.items[key.obj if isinstance(key, Known) and hashable(key.obj) else object()] = value
+            out.items.update(kwargs)
+            return out
         return build
 
     def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:

@@ -35,6 +35,7 @@ REPORTED = {
     "Lost": "cannot be read (no Python source)",
     "ModuleInForward": f"ReLU built while the model runs at {line_of(H.ModuleInForward, 'nn.ReLU()')}",
     "ExecBranch": "branchy: no source for '<string>'",
+    "Cached": f"mask is cached (functools.lru_cache) at {line_of(H.Cached, 'self.mask(4)')}",
 }
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
@@ -60,9 +61,9 @@ def test_exact_where_it_says_nothing():
     __call__ overrides, custom autograd functions, a data-dependent while True, higher-order ops,
     builtins that call back (reduce, map, filter, sorted and max with a key), tensors iterated
     by comprehensions, records whose constructors Python generates (dataclasses, named tuples),
-    RNNs over packed sequences."""
+    RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
-             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed"]
+             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

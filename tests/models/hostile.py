@@ -9,6 +9,8 @@ import collections
 import collections.abc
 import dataclasses
 import functools
+import itertools
+import operator
 import typing
 from typing import Any
 
@@ -412,12 +414,51 @@ class Packed(nn.Module):
         return padded.sum() + h.sum(), padded2.relu(), h2 + c2, rows.data.tanh()
 
 
+class Scaled2:
+    """A descriptor whose ``__get__`` runs an op."""
+
+    def __get__(self, obj, owner):
+        return torch.tanh(obj.w)
+
+
+class MoreCallbacks(nn.Module):
+    """``operator`` functions on tensors, ``list.sort`` with a key, ``itertools``, ``dict`` of
+    a zip with a ``map``, a descriptor's ``__get__``."""
+
+    scale = Scaled2()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4))
+        self.heads = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
+
+    def forward(self, x):
+        total = functools.reduce(operator.add, x) + operator.mul(x, 2)
+        parts = [x * 2, x]
+        parts.sort(key=lambda p: p.sum().item())
+        running = list(itertools.accumulate(x, torch.mul)) + list(itertools.starmap(torch.add, zip(x, x)))
+        chained = [r.relu() for r in itertools.chain(x, x[:1])]
+        heads = dict(zip(self.heads.keys(), map(lambda h: h(x), self.heads.values())))
+        return total, parts[0] + 1, torch.stack(running + chained), heads, x * self.scale
+
+
+class Cached(nn.Module):
+    """A method under ``functools.lru_cache``: whether it runs depends on its cache."""
+
+    @functools.lru_cache(maxsize=None)
+    def mask(self, n):
+        return torch.tril(torch.ones(n, n))
+
+    def forward(self, x):
+        return x @ self.mask(4)
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
-             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records]
+             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
