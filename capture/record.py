@@ -26,9 +26,13 @@ def builder(record: type[_R]) -> Callable[..., _R]:
     fields, defaults and slots instead, then makes it a ``record`` (``__class__`` assignment,
     allowed between classes of identical layout): the result is frozen like any other.
     """
+    own = fields(record)  # type: ignore[arg-type]
+    if hasattr(record, "__post_init__") or not all(f.init for f in own):  # the twin would skip them
+        raise TypeError(f"builder({record.__name__}): a record with __post_init__ or init=False fields "
+                        "must be built by its own constructor")
     twin = make_dataclass(
         f"_{record.__name__}Builder",
-        [(f.name, f.type, field(default=f.default, default_factory=f.default_factory)) for f in fields(record)],  # type: ignore[arg-type]
+        [(f.name, f.type, field(default=f.default, default_factory=f.default_factory)) for f in own],
         slots=True, eq=False, repr=False,
     )
 

@@ -30,6 +30,27 @@ def test_a_built_record_is_the_record_frozen_with_its_defaults():
         builder(Point)()  # a field without a default is still required
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Checked:
+    x: int
+
+    def __post_init__(self) -> None:
+        if self.x < 0:
+            raise ValueError("negative")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Derived:
+    x: int
+    double: int = dataclasses.field(init=False, default=0)
+
+
+@pytest.mark.parametrize("record", [Checked, Derived])
+def test_a_record_whose_constructor_does_more_than_set_fields_is_refused(record):
+    with pytest.raises(TypeError, match="its own constructor"):
+        builder(record)
+
+
 def _same_as_constructed(record: object) -> bool:
     kind = type(record)
     again = kind(**{f.name: getattr(record, f.name) for f in dataclasses.fields(kind)})  # type: ignore[call-overload]
