@@ -9,7 +9,7 @@ ops, else the first module output holding it, else the first module input.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -73,7 +73,7 @@ def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: 
 def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
     """Op indices of the tensors a module call takes (one level into lists, tuples, dicts)."""
     found: dict[int, None] = {}
-    producer = capture.producer
+    producer = _producer(capture)
     for value in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(value, torch.Tensor):
             items: Any = (value,)
@@ -85,7 +85,7 @@ def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
             continue
         for item in items:
             if isinstance(item, torch.Tensor):
-                index = producer.get(id(item))
+                index = producer(item)
                 if index is not None:
                     found[index] = None
     return list(found)
@@ -93,11 +93,20 @@ def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
 
 def call_outputs(capture: Any, out: Any) -> list[int]:
     """Op indices of every tensor leaf of a module call's return value."""
-    producer = capture.producer
+    producer = _producer(capture)
     if isinstance(out, torch.Tensor):
-        index = producer.get(id(out))
+        index = producer(out)
         return [] if index is None else [index]
-    return list(dict.fromkeys(i for i in (producer.get(id(t)) for t in flatten(out).leaves) if i is not None))
+    return list(dict.fromkeys(i for i in (producer(t) for t in flatten(out).leaves) if i is not None))
+
+
+def _producer(capture: Any) -> Callable[[torch.Tensor], Optional[int]]:
+    """``capture.producer_of``; where every output is kept alive (``save="all"``) no tensor's id
+    can be one a dead output had, so the table is read directly (the common, cheaper case)."""
+    if capture.refs is None:
+        table = capture.producer
+        return lambda tensor: table.get(id(tensor))
+    return capture.producer_of
 
 
 def _add(capture: Any, role: Role, root_id: str, spec: Any, leaves: list) -> None:

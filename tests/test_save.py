@@ -169,3 +169,19 @@ def test_recording_keeps_only_the_selected_outputs():
         recording["linear_1:1"]
     with pytest.raises(tl.TorchLensError, match="tl.record"):
         tl.record(model, torch.randn(3, 4), predicate="all")
+
+
+def test_a_module_input_whose_id_a_dead_output_had_is_not_that_output():
+    """With outputs not kept, a tensor may take the id of a freed op output: the producer table
+    is checked against its weak reference (``capture.producer_of``) before it names a parent."""
+    import types
+    import weakref
+
+    from torchlens.capture.boundary import call_inputs, call_outputs
+
+    dead, alive = torch.zeros(1), torch.ones(1)
+    capture = types.SimpleNamespace(producer={id(alive): 3}, refs={id(alive): weakref.ref(dead)})
+    capture.producer_of = lambda t: None if capture.refs[id(t)]() is not t else capture.producer[id(t)]
+    assert call_inputs(capture, (alive,), {}) == [] and call_outputs(capture, alive) == []
+    capture.refs = {id(alive): weakref.ref(alive)}
+    assert call_inputs(capture, ([alive],), {}) == [3] and call_outputs(capture, (alive,)) == [3]
