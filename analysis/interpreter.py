@@ -1920,7 +1920,7 @@ class Interpreter:
         if isinstance(value, Dict):
             return iter([Known(k) for k in value.items if type(k) is not object])
         if isinstance(value, Lazy):
-            return value.start()
+            return value.items()
         if isinstance(value, Instance) and value.items is not None:
             return iter(list(value.items.values()))
         if isinstance(value, Instance):
@@ -2194,12 +2194,22 @@ class Interpreter:
         if len(args) != 1 or isinstance(args[0], Known):
             return None
         value = args[0]
+        if isinstance(value, Lazy):  # an iterator's iter() is itself
+            return value
         if isinstance(value, TensorTuple) and value.count is None:
             return Opaque("an iterator over outputs whose number is not static")
-        return Lazy(lambda: self.iterate(value) or iter(()), "iter")
+        items = self.iterate(value)  # now, at the iter(...) call (a tensor's __iter__ runs here)
+        return Opaque("an iterator over items it cannot list") if items is None else Lazy(lambda: items, "iter")
 
     def b_next(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        return Opaque("next of an iterator")
+        """``next(it[, default])`` of an iterator the run made: its next item (a generator runs
+        to its next ``yield`` from the ``next(...)`` call)."""
+        if not args or not isinstance(args[0], Lazy):
+            return Opaque("next of an iterator")
+        try:
+            return next(args[0].items())
+        except StopIteration:
+            return args[1] if len(args) > 1 else Opaque("next of an exhausted iterator raises StopIteration")
 
     def b_print(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         return NONE

@@ -172,11 +172,20 @@ class Instance(Value):
 
 @dataclass(eq=False, slots=True)
 class Lazy(Value):
-    """A lazy iterator: ``start()`` gives a fresh Python iterator over abstract items."""
+    """A lazy iterator: ``start()`` gives the Python iterator over abstract items (once: an
+    iterator consumed by ``next`` goes on from where it stopped, see :meth:`items`)."""
 
     start: Callable[[], Iterator[Value]]
     #: Readable origin, for notes (``genexpr at line 12``).
     what: str = ""
+    #: The iterator once started.
+    running: Optional[Iterator[Value]] = None
+
+    def items(self) -> Iterator[Value]:
+        """The iterator, started on first use."""
+        if self.running is None:
+            self.running = self.start()
+        return self.running
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,9 +61,10 @@ def test_exact_where_it_says_nothing():
     __call__ overrides, custom autograd functions, a data-dependent while True, higher-order ops,
     builtins that call back (reduce, map, filter, sorted and max with a key), tensors iterated
     by comprehensions, records whose constructors Python generates (dataclasses, named tuples),
-    RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors."""
+    RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors,
+    next of iterators the code made."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
-             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks"]
+             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

@@ -442,6 +442,17 @@ class MoreCallbacks(nn.Module):
         return total, parts[0] + 1, torch.stack(running + chained), heads, x * self.scale
 
 
+class Nexts(nn.Module):
+    """``next`` of a generator expression and of ``iter`` over a tensor's rows."""
+
+    def forward(self, x):
+        first = next(r.tanh() for r in x)
+        rows = iter(x)
+        a, b = next(rows), next(rows)
+        rest = [r.relu() for r in rows]  # the iterator goes on from where next stopped
+        return first + a * b, torch.stack(rest), next(iter([]), x).sin()
+
+
 class Cached(nn.Module):
     """A method under ``functools.lru_cache``: whether it runs depends on its cache."""
 
@@ -458,7 +469,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
-             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached]
+             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
