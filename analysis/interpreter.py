@@ -192,6 +192,8 @@ class Resumable:
         self._error: Optional[BaseException] = None
         self._done = False
         self._closed = False
+        #: What ``send`` passes in: the value of the ``yield`` the body waits at.
+        self.sent: Value = NONE
 
     def __iter__(self) -> Iterator[Value]:
         return self
@@ -219,13 +221,16 @@ class Resumable:
             raise StopIteration
         return self._item
 
-    def give(self, item: Value) -> None:
-        """On the body's thread: hand ``item`` to the consumer and wait to be resumed."""
+    def give(self, item: Value) -> Value:
+        """On the body's thread: hand ``item`` to the consumer, wait to be resumed, and return
+        what it sent (``None`` for ``next``)."""
         self._item = item
         self._to_consumer.release()
         self._to_body.acquire()
         if self._closed:
             raise _Closed
+        sent, self.sent = self.sent, NONE
+        return sent
 
     def close(self) -> None:
         if self._thread is not None and not self._done:
@@ -887,8 +892,8 @@ class Interpreter:
         value = self.eval(node.value) if node.value is not None else NONE
         frame = self.frame
         if frame is not None and frame.resumable is not None:
-            frame.resumable.give(value)
-        return NONE  # what .send() passes in: the prediction only iterates
+            return frame.resumable.give(value)  # what .send() passes in
+        return NONE
 
     def eval_YieldFrom(self, node: ast.YieldFrom) -> Value:
         source = self.eval(node.value)
@@ -976,7 +981,7 @@ class Interpreter:
         fields = getattr(value.kind, "_fields", ()) if isinstance(value, Seq) else ()
         if isinstance(value, Seq) and name in fields and not value.unsure:
             return value.items[fields.index(name)]  # a named tuple's field
-        if isinstance(value, (Seq, Dict)):
+        if isinstance(value, (Seq, Dict)) or isinstance(value, Lazy) and name == "send":
             return Bound(Known(PyMethod(name)), value)
         if isinstance(value, Function):
             return value.attrs.get(name, Opaque(f"attribute {name} of a function"))
@@ -2010,6 +2015,15 @@ class Interpreter:
         """Methods of the lists, tuples and dicts the code builds (``kwargs.get``, ``xs.append``)."""
         first = args[0] if args else NONE
         key = first.obj if isinstance(first, Known) else object()
+        if isinstance(receiver, Lazy) and name == "send":  # gen.send(v): the body resumes from here
+            running = receiver.items()
+            if not isinstance(running, Resumable):
+                return Opaque("send to an iterator that is not a generator")
+            running.sent = first
+            try:
+                return next(running)
+            except StopIteration:
+                return Opaque("send to an exhausted generator raises StopIteration")
         if isinstance(receiver, Dict):
             items = receiver.items
             if name == "get":

@@ -443,14 +443,20 @@ class MoreCallbacks(nn.Module):
 
 
 class Nexts(nn.Module):
-    """``next`` of a generator expression and of ``iter`` over a tensor's rows."""
+    """``next`` of a generator expression and of ``iter`` over a tensor's rows; ``send``."""
+
+    def echo(self, x):
+        y = yield x.tanh()
+        yield y * 2
 
     def forward(self, x):
+        gen = self.echo(x)
+        sent = gen.send(next(gen) + 1)
         first = next(r.tanh() for r in x)
         rows = iter(x)
         a, b = next(rows), next(rows)
         rest = [r.relu() for r in rows]  # the iterator goes on from where next stopped
-        return first + a * b, torch.stack(rest), next(iter([]), x).sin()
+        return first + a * b, torch.stack(rest), next(iter([]), x).sin(), sent
 
 
 class Cached(nn.Module):
