@@ -85,6 +85,9 @@ RANDOM = frozenset({
     "log_normal_", "random_", "multinomial", "poisson", "rrelu", "rrelu_", "scaled_dot_product_attention",
 })
 
+#: Ops whose output is uninitialised memory: what a replay gives is not what the capture saw.
+UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"})
+
 
 def classify(func: Any) -> FuncInfo:
     """Classify ``func`` as handed to ``__torch_function__`` (uncached: call through a cache)."""

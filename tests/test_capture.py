@@ -295,3 +295,20 @@ def test_ops_index_by_position_and_label():
     assert trace.ops[trace.output_layers[0]] is trace[trace.output_layers[0]].ops[0]
     with pytest.raises(TorchLensValueError):
         trace.ops["add_1"]  # two passes: name one
+
+
+class FillsEmpty(nn.Module):
+    """``torch.nn.utils.rnn.invert_permutation``'s pattern: uninitialised memory, then filled."""
+
+    def forward(self, perm):
+        out = torch.empty_like(perm)
+        out.scatter_(0, perm, torch.arange(perm.numel()))
+        return out * 2
+
+
+def test_validation_compares_uninitialised_memory_by_shape_and_dtype_only():
+    trace = tl.trace(FillsEmpty(), torch.tensor([2, 0, 1]))
+    report = trace.validate_forward_pass()
+    assert report.ok and report.metadata_only == ("empty_like_1:1",)
+    assert report.checked == len(trace.ops) - 1  # every op but the input; scatter_ and mul by value
+    assert "uninitialised memory, shape and dtype only: empty_like_1:1" in str(report)

@@ -21,6 +21,7 @@ import torch
 
 from torchlens.analysis.arguments import check_bool
 from torchlens.capture.buffers import WriteKind
+from torchlens.capture.funcs import UNINITIALISED
 
 from .errors import TorchLensValueError, ValidationError
 from .replay import Reexecution
@@ -43,12 +44,17 @@ class ValidationReport:
     #: Buffer versions written through a slice, and outputs written through a view: checked
     #: as state transitions only (the write and what it wrote into were compared).
     transition_only: tuple[str, ...]
+    #: Ops whose output is uninitialised memory (``empty_like``): shape and dtype compared, not
+    #: values; what reads them is replayed from the saved value.
+    metadata_only: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         head = f"validate_forward_pass: {'ok' if self.ok else 'MISMATCH'}, {self.checked} ops compared"
         lines = [head] + [f"  {label}: {why}" for label, why in self.mismatches]
         if self.transition_only:
             lines.append(f"  state-transition-only: {', '.join(self.transition_only)}")
+        if self.metadata_only:
+            lines.append(f"  uninitialised memory, shape and dtype only: {', '.join(self.metadata_only)}")
         return "\n".join(lines)
 
 
@@ -76,12 +82,14 @@ class _Replay:
         self.latest: dict[str, int] = {}
         self.mismatches: list[tuple[str, str]] = []
         self.transition_only: list[str] = []
+        self.metadata_only: list[str] = []
         self.checked = 0
 
     def run(self) -> ValidationReport:
         for i, op in enumerate(self.ops):
             self.values[i] = self._value(i, op)
-        return ValidationReport(not self.mismatches, self.checked, tuple(self.mismatches), tuple(self.transition_only))
+        return ValidationReport(not self.mismatches, self.checked, tuple(self.mismatches), tuple(self.transition_only),
+                                tuple(self.metadata_only))
 
     def _value(self, i: int, op: "Op") -> Any:
         parent = self.engine.parent(op)
@@ -96,6 +104,10 @@ class _Replay:
             return self._compare(op, self.values[parent])
         if op.buffer is not None:
             return self._buffer_version(i, op, op.buffer, parent)
+        if op.func_name in UNINITIALISED:
+            self.metadata_only.append(op.label)
+            self._compare(op, self.engine.call(op), values=False)
+            return op.out
         return self._compare(op, self.engine.call(op))
 
     def _buffer_version(self, i: int, op: "Op", version: "BufferVersion", writer: int) -> Any:
@@ -111,7 +123,7 @@ class _Replay:
             return self._compare(op, op.out if written is None else written)
         return self._compare(op, self.values[writer])
 
-    def _compare(self, op: "Op", value: Any) -> Any:
+    def _compare(self, op: "Op", value: Any, values: bool = True) -> Any:
         self.checked += 1
         expected = op.out
         if not isinstance(value, torch.Tensor):
@@ -119,7 +131,7 @@ class _Replay:
         elif value.shape != expected.shape or value.dtype != expected.dtype:
             self.mismatches.append((op.label, f"replay gave {tuple(value.shape)} {value.dtype}, "
                                               f"capture saved {tuple(expected.shape)} {expected.dtype}"))
-        elif not _same(value, expected):
+        elif values and not _same(value, expected):
             diff = (value.double() - expected.double()).abs().max().item() if value.is_floating_point() else "-"
             self.mismatches.append((op.label, f"values differ (max abs difference {diff})"))
         return value
