@@ -192,7 +192,7 @@ def zoo_table() -> None:
         torch.manual_seed(0)
         model, args, kwargs = build()
         start = time.perf_counter()
-        pred = tl.predict(model, *args, **kwargs)
+        pred = tl.predict(model, *args, forward_kwargs=kwargs)
         elapsed = time.perf_counter() - start
         report = tl.trace(model, *args, forward_kwargs=kwargs).check_prediction(pred)
         said = len(dict.fromkeys(g.why for g in pred.gaps)) + len(pred.notes)

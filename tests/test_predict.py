@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import torchlens as tl
-from torchlens.analysis.errors import PredictionError, SourceUnavailableError
+from torchlens.analysis.errors import PredictionError, SourceUnavailableError, TorchLensTypeError
 from torchlens.analysis.predict import predict_source
 from torchlens.predict import runtime_key
 from torchlens.torch_host import TorchHost
@@ -396,3 +396,17 @@ def test_json_carries_the_predicted_dataflow_and_survives_a_round_trip():
     tanh = next(layer for layer in rolled["layers"] if layer["label"] == "tanh_1")
     add = next(layer for layer in rolled["layers"] if layer["label"] == "add_1")
     assert add["carried"] == ["tanh_1"] and add["pass_links"] is None and tanh["carried"] == []
+
+
+def test_predict_takes_forward_kwargs_as_trace_does():
+    class Scaled(nn.Module):
+        def forward(self, x, scale=1.0, bias=None):
+            return x * scale if bias is None else torch.tanh(x * scale + bias)
+
+    kwargs = {"scale": 3.0, "bias": torch.ones(2)}
+    pred = tl.predict(Scaled(), torch.ones(2), forward_kwargs=kwargs)
+    assert [layer.func_name for layer in pred.layers] == ["mul", "add", "tanh"]
+    assert tl.trace(Scaled(), torch.ones(2), forward_kwargs=kwargs).check_prediction(pred).ok
+    assert [layer.func_name for layer in tl.predict(Scaled(), torch.ones(2)).layers] == ["mul"]
+    with pytest.raises(TorchLensTypeError, match="forward_kwargs"):
+        tl.predict(Scaled(), torch.ones(2), forward_kwargs=[("scale", 3.0)])

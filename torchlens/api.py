@@ -52,7 +52,7 @@ def trace(
     if check_prediction:
         from .predict import predict
 
-        predicted = predict(model, *inputs, **dict(forward_kwargs or {}))
+        predicted = predict(model, *inputs, forward_kwargs=forward_kwargs)
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save,
                           options.capture_container_structure, options.save_gradients)
     result = cook(model, raw, options, forward_kwargs or {})

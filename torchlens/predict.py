@@ -10,7 +10,7 @@ never ran, and layers whose label or pass count differ; plus a coverage figure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from torch import nn
 
@@ -28,24 +28,30 @@ if TYPE_CHECKING:
 __all__ = ["predict", "check_prediction", "PredictionReport", "Miss", "Mismatch"]
 
 
-def predict(model_or_class: Union[nn.Module, type], *inputs: Any, max_steps: Optional[int] = None,
-            max_seconds: Optional[float] = None, **forward_kwargs: Any) -> Prediction:
-    """Predict the layers ``tl.trace(model, *inputs)`` will record, without running the model.
+def predict(model_or_class: Union[nn.Module, type], *inputs: Any, forward_kwargs: Optional[Mapping[str, Any]] = None,
+            max_steps: Optional[int] = None, max_seconds: Optional[float] = None) -> Prediction:
+    """Predict the layers ``tl.trace(model, *inputs, forward_kwargs=...)`` will record, without
+    running the model.
 
-    ``inputs`` are optional: a tensor says "this argument is a tensor", anything else is a
-    constant; parameters not given are tensors when they have no default. A class is read
+    ``inputs`` and ``forward_kwargs`` (as ``tl.trace`` takes them) are optional: a tensor says
+    "this argument is a tensor", anything else is a constant; parameters not given are tensors
+    when they have no default. A class is read
     from its source alone (``__init__`` tells its submodules). ``max_steps`` bounds the
     interpreted statements, calls and loop items (1,000,000 by default; where it stops is the
     same on every machine), ``max_seconds`` the time spent interpreting as an outer guard (5 s
     by default, reading source files not counted; ``math.inf``: no clock): past either the
     prediction stops, and a gap and a note say where.
     """
+    if forward_kwargs is not None:
+        check_instance("tl.predict(forward_kwargs=...)", forward_kwargs, Mapping,
+                       "a mapping of keyword arguments for forward")
+    kwargs = dict(forward_kwargs or {})
     if isinstance(model_or_class, nn.Module):
         return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), max_steps=max_steps,
-                              max_seconds=max_seconds, **forward_kwargs)
+                              max_seconds=max_seconds, **kwargs)
     if isinstance(model_or_class, type) and issubclass(model_or_class, nn.Module):
         return predict_class(model_or_class, *inputs, host=TorchHost(None), max_steps=max_steps,
-                             max_seconds=max_seconds, **forward_kwargs)
+                             max_seconds=max_seconds, **kwargs)
     raise wrong_type("tl.predict(model_or_class, ...)", model_or_class, "an nn.Module or an nn.Module subclass",
                      "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))")
 
