@@ -410,3 +410,20 @@ def test_predict_takes_forward_kwargs_as_trace_does():
     assert [layer.func_name for layer in tl.predict(Scaled(), torch.ones(2)).layers] == ["mul"]
     with pytest.raises(TorchLensTypeError, match="forward_kwargs"):
         tl.predict(Scaled(), torch.ones(2), forward_kwargs=[("scale", 3.0)])
+
+
+class _IterAtTheBuiltinsCall(nn.Module):
+    def forward(self, x):
+        x = torch.stack(list(map(torch.tanh, x)))  # iter(x) runs at map(...), tanh at list(...)
+        x = torch.stack([a + b for a, b in zip(x, torch.sin(x))])
+        return torch.stack([r * k for k, r in enumerate(x)])
+
+
+def test_map_zip_enumerate_take_their_sources_iterator_at_their_own_call():
+    """As in CPython, ``map``/``zip``/``enumerate`` call ``iter()`` of a tensor source when they
+    are called: its ``unbind`` sits at the builtin's call, not where the result is consumed
+    (found by the fuzz campaign: ``torch.stack(list(map(torch.tanh, x)))``)."""
+    model, x = _IterAtTheBuiltinsCall(), torch.randn(2, 4)
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert not pred.gaps and not pred.notes and report.ok, report
