@@ -1725,11 +1725,18 @@ class Interpreter:
                 return self.exec_block(node.orelse)
             if known is None:
                 note = f"while at line {node.lineno}: its test is not static"
-                tests = Count(1, None, "N+1", note)
-                for event in self.events[start:]:
-                    event.count = event.count * tests
+                body, before = len(self.events), dict(self.frame.locals) if self.frame is not None else None
                 with self.scaled(Count(0, None, "N", note)):
                     signal = self.exec_block(node.body)
+                if signal is not None and signal.kind is Exit.RAISE:  # a body that can only raise is
+                    del self.events[body:]  # taken as not run, as a branch arm that can only raise
+                    if self.frame is not None and before is not None:
+                        self.frame.locals = before
+                    self.settle_entry(entry, start, carry=False)
+                    self.mult = saved
+                    return self.exec_block(node.orelse)
+                for event in self.events[start:body]:
+                    event.count = event.count * Count(1, None, "N+1", note)
                 self.settle_entry(entry, start, carry=True)
                 self.mult = saved
                 return signal if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE) else None

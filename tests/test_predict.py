@@ -427,3 +427,23 @@ def test_map_zip_enumerate_take_their_sources_iterator_at_their_own_call():
     pred = tl.predict(model, x)
     report = tl.trace(model, x).check_prediction(pred)
     assert not pred.gaps and not pred.notes and report.ok, report
+
+
+class _WhileThatCanOnlyRaise(nn.Module):
+    def forward(self, x):
+        c = torch.zeros(())
+        while c.sum() < 0:  # a test the prediction cannot decide
+            x = torch.tanh(x)
+            raise ValueError("never reached: the test is false")
+        return x - 1.0
+
+
+def test_a_while_whose_body_can_only_raise_is_taken_as_not_run():
+    """Like a branch arm that can only raise, such a body is predicted not to run: the ops after
+    the loop are predicted (found by the fuzz campaign: they were dropped with no gap)."""
+    model, x = _WhileThatCanOnlyRaise(), torch.randn(2, 4)
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert [(layer.layer_label, str(layer.count)) for layer in pred] == [
+        ("zeros_1", "1"), ("sum_1", "1"), ("lt_1", "1"), ("sub_1", "1")]
+    assert not pred.gaps and not pred.notes and report.ok, report
