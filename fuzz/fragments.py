@@ -183,10 +183,51 @@ def buffers(draw, model, parts):
                    _assign(S.Binary("add", X, S.ReadBuffer(name))))
 
 
+def generator_loop(draw, model, parts):
+    """A generator function (its body in its own ``for``, maybe left by ``continue``/``break``)
+    consumed by a ``for`` with a body of its own."""
+    body = parts.body(draw)
+    if draw(st.booleans()):
+        body = (*body, S.BreakIf(draw(st.integers(0, 2)), draw(st.sampled_from(("continue", "break")))), *body)
+    model, f = _with_function(model, S.GENERATOR, body)
+    return _append(model, S.ForGen(f, draw(st.integers(1, 3)), parts.body(draw)))
+
+
+def context_exits(draw, model, parts):
+    """A context manager with ops in ``__enter__`` and ``__exit__``, in a loop, its ``with``
+    body left normally, by ``continue``, ``break`` or a ``raise`` its ``__exit__`` suppresses."""
+    cm = S.CtxDef(parts.body(draw), parts.body(draw))
+    index = len(model.contexts)
+    model = replace(model, contexts=(*model.contexts, cm))
+    leave = S.BreakIf(draw(st.integers(0, 2)), draw(st.sampled_from(("continue", "break", "raise"))))
+    inner = (_assign(parts.expr(draw)), leave, _assign(parts.expr(draw)))
+    return _append(model, S.For(3, (S.With(index, inner),)))
+
+
+def rows_and_outputs(draw, model, parts):
+    """Iteration over a tensor's rows (``for``, ``map``, ``functools.reduce``) and a
+    multi-output op, split and put back or unpacked."""
+    arg = parts.expr(draw)
+    rows = draw(st.sampled_from((
+        S.ForRows(arg, parts.body(draw)), _assign(S.MapRows(draw(st.sampled_from(("tanh", "sin"))), arg, draw(st.booleans()))),
+        _assign(S.ReduceRows(draw(st.sampled_from(("add", "maximum", "lambda"))), arg)))))
+    outputs = draw(st.sampled_from((S.Unpack(draw(st.sampled_from(("max", "sort"))), arg),
+                                    _assign(S.MultiOut(draw(st.sampled_from(("split", "chunk", "unbind"))), arg)))))
+    return _append(model, rows, outputs)
+
+
+def shape_control(draw, model, parts):
+    """A loop whose bound and a branch whose test read the input's shape."""
+    loop = S.For(draw(st.integers(1, 4)), parts.body(draw), shape=True)
+    branch = S.IfShape(draw(st.integers(0, 1)), draw(st.sampled_from((2, 4, 3))), parts.body(draw), parts.body(draw))
+    return _append(model, loop, branch)
+
+
 #: Every fragment, by name (``Rule.strategy`` names them as ``fragments.<name>``).
 FRAGMENTS: dict[str, Callable] = {f.__name__: f for f in (
     helper_calls, helper_two_loops, recursion, twin_functions, exec_or_decorated, module_loop,
-    module_lines, shared_parents, module_list, siamese, raw_weight, hooked_module, buffers,
+    module_lines, shared_parents, module_list, siamese, raw_weight, hooked_module, buffers, generator_loop,
+    context_exits, rows_and_outputs, shape_control,
 )}
 
 

@@ -148,6 +148,8 @@ class _Ctx:
     dynamic: bool = False
     #: Whether ``break`` and index branches are in reach (directly in a ``for`` body).
     in_for: bool = False
+    #: Whether a ``raise Stop()`` is in reach (in a ``with`` body of this function).
+    in_with: bool = False
 
     def enter(self, **changes: Any) -> "_Ctx":
         values = {**self.__dict__, **changes}
@@ -168,6 +170,37 @@ def collapse(frames: tuple[_Frame, ...]) -> tuple[_Frame, ...]:
 
 class _Break(Exception):
     """``break`` out of the innermost ``for``."""
+
+
+class _Continue(Exception):
+    """``continue`` with the innermost ``for``'s next item."""
+
+
+class _Raise(Exception):
+    """``raise Stop()``: up to the innermost ``with``, whose ``__exit__`` suppresses it."""
+
+
+_LEAVE = {"break": _Break, "continue": _Continue, "raise": _Raise}
+#: The input's shape (every generated model keeps ``x`` 2x4).
+SHAPE = (2, 4)
+
+
+def _exits(body: tuple[S.Stmt, ...]) -> bool:
+    """Whether a ``break``/``continue``/``raise`` is written anywhere in ``body``."""
+    return any(isinstance(stmt, S.BreakIf) or any(_exits(inner) for inner in S.stmt_bodies(stmt))
+               for stmt in body)
+
+
+def pieces(expr: S.MultiOut) -> int:
+    """How many outputs ``split``/``chunk``/``unbind`` give on the 2x4 input, by the docs'
+    arithmetic: ``split(n)`` pieces of ``n``, ``chunk(n)`` pieces of ``ceil(size / n)``."""
+    if expr.dim not in (0, 1) or (expr.op != "unbind" and expr.n < 1):
+        raise SpecError(f"{expr.op} of a 2x4 tensor along {expr.dim} in pieces of {expr.n}")
+    size = SHAPE[expr.dim]
+    if expr.op == "unbind":
+        return size
+    each = expr.n if expr.op == "split" else -(-size // expr.n)
+    return -(-size // each)
 
 
 class _Oracle:
@@ -253,6 +286,9 @@ class _Oracle:
     def run(self) -> Expected:
         if self.model.inputs not in (1, 2):
             raise SpecError(f"a model takes 1 or 2 inputs, not {self.model.inputs}")
+        for path, node, ancestors in walk(self.model):  # also where it never runs (a shrunk spec)
+            if isinstance(node, S.BreakIf) and node.how == "raise" and not any(isinstance(a, S.With) for a in ancestors):
+                raise SpecError(f"raise Stop() outside a with body at {path}")
         self.root.calls = 1
         ctx = _Ctx(self.root, self.root, ("forward", "root", None))
         self._body(self.model.root.body, ctx, ("root", "body"))
@@ -343,13 +379,38 @@ class _Oracle:
         if isinstance(stmt, S.Assign):
             self._expr(stmt.expr, ctx, sub(path, "expr"))
         elif isinstance(stmt, S.For):
-            dynamic = ctx.dynamic or any(isinstance(s, S.BreakIf) for s in stmt.body)
+            if stmt.shape and stmt.k not in range(5):
+                raise SpecError(f"no bound of {stmt.k} from the 2x4 shape")
+            inner = ctx.enter(dynamic=ctx.dynamic or _exits(stmt.body), in_for=True)
             for i in range(stmt.k):
                 try:
-                    inner = ctx.enter(indices=(*ctx.indices, i), dynamic=dynamic, in_for=True)
-                    self._body(stmt.body, inner, sub(path, "body"))
+                    self._body(stmt.body, inner.enter(indices=(*ctx.indices, i)), sub(path, "body"))
+                except _Continue:
+                    continue
                 except _Break:
                     break
+        elif isinstance(stmt, S.ForGen):
+            self._for_gen(stmt, ctx, path)
+        elif isinstance(stmt, S.ForRows):
+            self._expr(stmt.arg, ctx, sub(path, "arg"))
+            for slot in range(SHAPE[0]):  # iter(e): Tensor.__iter__ unbinds the rows at once
+                self._op("unbind", ctx, sub(path, "iter"), slot=slot)
+            inside = ctx.enter(in_for=False)
+            for _ in range(SHAPE[0]):
+                self._op("add", inside, sub(path, "glue"))
+                self._body(stmt.body, inside, sub(path, "body"))
+        elif isinstance(stmt, S.With):
+            self._with(stmt, ctx, path)
+        elif isinstance(stmt, S.Unpack):
+            self._expr(stmt.arg, ctx, sub(path, "arg"))
+            if stmt.op not in ("max", "sort"):
+                raise SpecError(f"no two-output {stmt.op} to unpack")
+            self._op(stmt.op, ctx, path, slot=0)
+            self._op(stmt.op, ctx, path, slot=1)
+            ops = (("unsqueeze", "v"), ("mul", "mul"), ("unsqueeze", "ix"), ("add", "add")) if stmt.op == "max" \
+                else (("add", "add"),)
+            for name, place in ops:
+                self._op(name, ctx, sub(path, place))
         elif isinstance(stmt, S.ForModules):
             for item in self._child(ctx, stmt.modulelist, S.MODULELIST).children.values():
                 inner = ctx.enter(module_vars=(*ctx.module_vars, item), in_for=False)
@@ -363,15 +424,26 @@ class _Oracle:
         elif isinstance(stmt, S.While):
             self._while(stmt, ctx, path)
         elif isinstance(stmt, S.BreakIf):
-            if not ctx.in_for:
-                raise SpecError("break outside a for body")
+            if stmt.how not in _LEAVE or (stmt.how == "raise" and not ctx.in_with):
+                raise SpecError(f"no {stmt.how} here (raise Stop() needs an enclosing with)")
+            if stmt.at is None and stmt.how == "raise":
+                self.runs[sub(path, "taken")] += 1
+                raise _Raise
+            if not ctx.in_for or stmt.at is None:
+                raise SpecError(f"a conditional {stmt.how} outside a for body")
             if ctx.indices[-1] == stmt.at:
-                raise _Break
+                self.runs[sub(path, "taken")] += 1
+                raise _LEAVE[stmt.how]
         elif isinstance(stmt, S.IfIndex):
             if not ctx.in_for or stmt.mod < 1:
                 raise SpecError("an index branch needs an enclosing for body and a modulus >= 1")
             taken = "then" if ctx.indices[-1] % stmt.mod == stmt.rem else "orelse"
             self._body(getattr(stmt, taken), ctx.enter(dynamic=True), sub(path, taken))
+        elif isinstance(stmt, S.IfShape):
+            if stmt.dim not in (0, 1):
+                raise SpecError(f"a 2x4 tensor has no dimension {stmt.dim}")
+            taken = "then" if SHAPE[stmt.dim] == stmt.value else "orelse"
+            self._body(getattr(stmt, taken), ctx, sub(path, taken))
         elif isinstance(stmt, S.BufInplace):
             buffer = self._buffer(ctx, stmt.buffer)
             if stmt.arg is not None:
@@ -399,6 +471,50 @@ class _Oracle:
             self._body(stmt.body, inside, sub(path, "body"))
             for name in step:
                 self._op(name, inside, sub(path, "step", name))
+
+    def _for_gen(self, stmt: S.ForGen, ctx: _Ctx, path: Path) -> None:
+        """``for x in f(x, k)``: each resumption runs the generator's body from the ``for``."""
+        if not 0 <= stmt.func < len(self.model.functions) or self.model.functions[stmt.func].kind != S.GENERATOR:
+            raise SpecError(f"f{stmt.func} is not a generator function")
+        body = self.model.functions[stmt.func].body
+        dynamic = ctx.dynamic or _exits(body)
+        inside = ctx.enter(stack=(*ctx.stack, _Frame(ctx.code, path)), code=("function", stmt.func, None),
+                           owner=None, module_vars=(), param_vars=(), dynamic=dynamic, in_for=True, in_with=False)
+
+        def resumptions() -> Iterator[None]:
+            for i in range(stmt.k):
+                try:
+                    self._body(body, inside.enter(indices=(i,)), ("func", stmt.func, "body"))
+                except _Continue:
+                    continue  # skips the yield
+                except _Break:
+                    return
+                yield
+
+        consumer = ctx.enter(dynamic=dynamic, in_for=False)
+        for _ in resumptions():
+            self._body(stmt.body, consumer, sub(path, "body"))
+
+    def _with(self, stmt: S.With, ctx: _Ctx, path: Path) -> None:
+        """``with Cm(x) as x``: ``__enter__`` and ``__exit__`` are called from the ``with``
+        statement (one source span for the call on every exit path), ``Stop`` suppressed."""
+        if not 0 <= stmt.ctx < len(self.model.contexts):
+            raise SpecError(f"no context manager Cm{stmt.ctx}")
+        cm = self.model.contexts[stmt.ctx]
+        method = ctx.enter(stack=(*ctx.stack, _Frame(ctx.code, path)), owner=None, indices=(), module_vars=(),
+                           param_vars=(), in_for=False, in_with=False)
+        self._body(cm.enter, method.enter(code=("enter", stmt.ctx, None)), ("ctx", stmt.ctx, "enter"))
+        leaving: Optional[Exception] = None
+        try:
+            self._body(stmt.body, ctx.enter(in_with=True, dynamic=ctx.dynamic or _exits(stmt.body)),
+                       sub(path, "body"))
+        except (_Break, _Continue) as jump:
+            leaving = jump
+        except _Raise:
+            pass
+        self._body(cm.exit, method.enter(code=("exit", stmt.ctx, None)), ("ctx", stmt.ctx, "exit"))
+        if leaving is not None:
+            raise leaving
 
     def _write(self, buffer: str, ctx: _Ctx, path: Path) -> None:
         writer = (id(ctx.scope), ctx.prefix, collapse((*ctx.stack, _Frame(ctx.code, path))))
@@ -453,6 +569,29 @@ class _Oracle:
             for j in range(expr.k):
                 self._op(expr.op, inside, sub(path, "lambda" if expr.lam else "sum"))
                 self._op("add" if j else "radd", inside, sub(path, "sum"))
+        elif isinstance(expr, S.MultiOut):
+            self._expr(expr.arg, ctx, sub(path, "arg"))
+            for slot in range(pieces(expr)):
+                self._op(expr.op, ctx, path, slot=slot)
+            self._op("stack" if expr.op == "unbind" else "cat", ctx, sub(path, "join"))
+        elif isinstance(expr, S.MapRows):
+            self._expr(expr.arg, ctx, sub(path, "arg"))
+            for slot in range(SHAPE[0]):
+                self._op("unbind", ctx, sub(path, "iter"), slot=slot)
+            for _ in range(SHAPE[0]):  # called from C (map), at list(...)
+                self._op(expr.op, ctx, sub(path, "lambda" if expr.lam else "list"))
+            self._op("stack", ctx, sub(path, "stack"))
+        elif isinstance(expr, S.ReduceRows):
+            self._expr(expr.arg, ctx, sub(path, "arg"))
+            for slot in range(SHAPE[0]):
+                self._op("unbind", ctx, sub(path, "iter"), slot=slot)
+            for _ in range(SHAPE[0] - 1):  # called from C (functools.reduce)
+                if expr.op == "lambda":
+                    self._op(expr.unary, ctx, sub(path, "lambda", "unary"))
+                    self._op("add", ctx, sub(path, "lambda", "add"))
+                else:
+                    self._op(expr.op, ctx, sub(path, "reduce"))
+            self._op("expand", ctx, sub(path, "expand"))
         elif isinstance(expr, S.SumChildren):
             items = self._child(ctx, expr.modulelist, S.MODULELIST).children.values()
             if not items:
@@ -505,6 +644,8 @@ class _Oracle:
         if not 0 <= expr.func < len(self.model.functions):
             raise SpecError(f"no function f{expr.func}")
         func = self.model.functions[expr.func]
+        if func.kind == S.GENERATOR:
+            raise SpecError(f"f{expr.func} is a generator: calling it runs nothing")
         here = _Frame(ctx.code, path)
         code = ("function", expr.func, None)
         inside = ctx.enter(stack=(*ctx.stack, here), code=code, owner=None, indices=(), module_vars=(),
@@ -558,17 +699,24 @@ class _Oracle:
 
 _NAMED = {S.MaxSlots: ("max", "expand"), S.MatParam: ("matmul",), S.ListComp: ("stack", "sum", "radd", "add"),
           S.GenSum: ("radd", "add"), S.MapSum: ("radd", "add"), S.SumChildren: ("radd", "add", "linear", "relu"),
-          S.While: ("zeros", "sum", "lt", "add", "check"), S.CallChild: ("linear", "relu")}
+          S.While: ("zeros", "sum", "lt", "add", "check"), S.CallChild: ("linear", "relu"),
+          S.ForRows: ("unbind", "add"), S.MapRows: ("unbind", "stack"), S.ReduceRows: ("unbind", "expand", "add"),
+          S.Unpack: ("unsqueeze", "mul", "add"), S.MultiOut: ("stack", "cat")}
 
 
 def _op_names(model: S.ModelSpec, node: object, seen: set) -> set[str]:
     """Every op name ``node`` could record, through the functions and classes it may call."""
     names = set(_NAMED.get(type(node), ()))
-    if isinstance(node, (S.Unary, S.Scalar, S.Binary, S.BufInplace, S.MapSum)):
+    if isinstance(node, (S.Unary, S.Scalar, S.Binary, S.BufInplace, S.MapSum, S.MultiOut, S.MapRows, S.ReduceRows,
+                         S.Unpack)):
         names.add("getitem" if isinstance(node, S.Unary) and node.form == "index" else node.op)
+    if isinstance(node, S.ReduceRows):
+        names.add(node.unary)
     targets = []
-    if isinstance(node, S.CallFunc) and node.func < len(model.functions):
+    if isinstance(node, (S.CallFunc, S.ForGen)) and node.func < len(model.functions):
         targets.append(("func", node.func, model.functions[node.func].body))
+    if isinstance(node, S.With) and node.ctx < len(model.contexts):
+        targets.append(("ctx", node.ctx, model.contexts[node.ctx].enter + model.contexts[node.ctx].exit))
     if isinstance(node, (S.CallChild, S.SumChildren, S.ForModules)):  # any block or hook may run
         targets += [("class", k, cls.body) for k, cls in enumerate(model.classes)]
         targets += [("hook", k, (S.Assign(hook.expr),)) for k, hook in enumerate(model.hooks)]

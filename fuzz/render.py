@@ -31,6 +31,7 @@ class _Names:
     whiles: int = 0
     module_loops: int = 0
     param_loops: int = 0
+    row_loops: int = 0
     comps: int = 0
     #: Index variables from outermost to innermost (loops and comprehensions).
     indices: list[str] = field(default_factory=list)
@@ -58,6 +59,10 @@ def render(model: S.ModelSpec, dialect: str = TORCH) -> str:
         out += ["", ""] + _function(index, func, _Names(dialect, kinds))
     for index, hook in enumerate(model.hooks):
         out += ["", ""] + _hook(index, hook, _Names(dialect, kinds))
+    if model.contexts:
+        out += ["", "", "class Stop(Exception):", "    \"\"\"Leaves a with block: the __exit__ of every Cm suppresses it.\"\"\""]
+    for index, cm in enumerate(model.contexts):
+        out += ["", ""] + _context(index, cm, _Names(dialect, kinds))
     if dialect == TORCH:
         for index, cls in enumerate(model.classes):
             out += ["", ""] + _class(f"Block{index}", cls, model, 1)
@@ -73,6 +78,10 @@ def render(model: S.ModelSpec, dialect: str = TORCH) -> str:
 
 def _function(index: int, func: S.FuncDef, names: _Names) -> list[str]:
     name = f"f{index}"
+    if func.kind == S.GENERATOR:
+        names.loops, names.indices = 1, ["i0"]
+        return [f"def {name}(x, n):", "    for i0 in range(n):", *_body(func.body, names, 2, allow_empty=True),
+                "        yield x"]
     if func.kind == S.RECURSIVE:
         head = [f"def {name}(x, depth):", "    if depth == 0:", "        return x"]
         tail = [f"    return {name}(x, depth - 1)"]
@@ -92,6 +101,13 @@ def _hook(index: int, hook: S.HookDef, names: _Names) -> list[str]:
     if hook.kind == "pre":
         return [f"def hook{index}(module, args):", "    x = args[0]", f"    return ({expr},)"]
     return [f"def hook{index}(module, args, x):", f"    return {expr}"]
+
+
+def _context(index: int, cm: S.CtxDef, names: _Names) -> list[str]:
+    return [f"class Cm{index}:", "    def __init__(self, x):", "        self.x = x", "",
+            "    def __enter__(self):", "        x = self.x", *_body(cm.enter, names, 2, allow_empty=True),
+            "        return x", "", "    def __exit__(self, kind, error, tb):", "        x = self.x",
+            *_body(cm.exit, names, 2, allow_empty=True), "        return kind is Stop"]
 
 
 def _class(name: str, cls: S.ClassDef, model: S.ModelSpec, inputs: int) -> list[str]:
@@ -171,7 +187,7 @@ def _stmt(stmt: S.Stmt, names: _Names, depth: int) -> list[str]:
         var = f"i{names.loops}"
         names.loops += 1
         names.indices.append(var)
-        lines = _block(f"for {var} in range({stmt.k}):", stmt.body, names, depth)
+        lines = _block(f"for {var} in range({_bound(stmt) if stmt.shape else stmt.k}):", stmt.body, names, depth)
         names.indices.pop()
         names.loops -= 1
         return lines
@@ -187,19 +203,52 @@ def _stmt(stmt: S.Stmt, names: _Names, depth: int) -> list[str]:
         return lines
     if isinstance(stmt, S.While):
         return _while(stmt, names, depth)
-    if isinstance(stmt, S.BreakIf):
-        return [pad + f"if i{names.loops - 1} == {stmt.at}:", pad + _INDENT + "break"]
-    if isinstance(stmt, S.IfIndex):
-        lines = _block(f"if i{names.loops - 1} % {stmt.mod} == {stmt.rem}:", stmt.then, names, depth)
-        if stmt.orelse:
-            lines += _block("else:", stmt.orelse, names, depth)
+    if isinstance(stmt, S.ForGen):
+        return _block(f"for x in f{stmt.func}(x, {stmt.k}):", stmt.body, names, depth)
+    if isinstance(stmt, S.ForRows):
+        var = f"r{names.row_loops}"
+        header = _lines(pad, f"for {var} in {_expr(stmt.arg, names)}:")
+        names.row_loops += 1
+        lines = header + [pad + _INDENT + f"x = x + {var}"] + _body(stmt.body, names, depth + 1, allow_empty=True)
+        names.row_loops -= 1
         return lines
+    if isinstance(stmt, S.With):
+        return _block(f"with Cm{stmt.ctx}({_expr(S.Var(), names)}) as x:", stmt.body, names, depth)
+    if isinstance(stmt, S.Unpack):
+        then = "x = x * v.unsqueeze(1) + ix.unsqueeze(1)" if stmt.op == "max" else "x = v + ix"
+        return _lines(pad, f"v, ix = torch.{stmt.op}({_expr(stmt.arg, names)}, dim=1)") + [pad + then]
+    if isinstance(stmt, S.BreakIf):
+        leave = "raise Stop()" if stmt.how == "raise" else stmt.how
+        if stmt.at is None:
+            return [pad + leave]
+        return [pad + f"if i{names.loops - 1} == {stmt.at}:", pad + _INDENT + leave]
+    if isinstance(stmt, S.IfIndex):
+        return _if(f"i{names.loops - 1} % {stmt.mod} == {stmt.rem}", stmt.then, stmt.orelse, names, depth)
+    if isinstance(stmt, S.IfShape):
+        return _if(f"x.shape[{stmt.dim}] == {stmt.value}", stmt.then, stmt.orelse, names, depth)
     if isinstance(stmt, S.BufInplace):
         arg = "0.5" if stmt.arg is None else _expr(stmt.arg, names)
         return _lines(pad, f"self.{stmt.buffer}.{stmt.op}({arg})")
     if isinstance(stmt, S.BufAssign):
         return _lines(pad, f"self.{stmt.buffer} = " + _expr(stmt.expr, names))
     raise TypeError(f"not a statement: {stmt!r}")
+
+
+def _if(test: str, then: tuple[S.Stmt, ...], orelse: tuple[S.Stmt, ...], names: _Names, depth: int) -> list[str]:
+    lines = _block(f"if {test}:", then, names, depth)
+    if orelse:
+        lines += _block("else:", orelse, names, depth)
+    return lines
+
+
+#: ``For.shape`` bounds: ``k`` written from the input's 2x4 shape.
+SHAPE_BOUNDS = {0: "x.shape[0] - 2", 1: "x.shape[0] - 1", 2: "x.shape[0]", 3: "x.shape[1] - 1", 4: "x.shape[1]"}
+
+
+def _bound(stmt: S.For) -> str:
+    if stmt.k not in SHAPE_BOUNDS:
+        raise ValueError(f"a loop of {stmt.k} passes has no bound from the 2x4 shape")
+    return SHAPE_BOUNDS[stmt.k]
 
 
 def _while(stmt: S.While, names: _Names, depth: int) -> list[str]:
@@ -223,7 +272,7 @@ def _lines(pad: str, text: str) -> list[str]:
 # --- expressions -------------------------------------------------------------------------------
 
 _ATOMIC = (S.Var, S.Unary, S.MaxSlots, S.CallChild, S.CallFunc, S.ListComp, S.GenSum, S.MapSum,
-           S.SumChildren, S.ReadBuffer)
+           S.SumChildren, S.MultiOut, S.MapRows, S.ReduceRows, S.ReadBuffer)
 
 
 def _operand(expr: S.Expr, names: _Names) -> str:
@@ -264,9 +313,26 @@ def _expr(expr: S.Expr, names: _Names) -> str:
         return f"sum(map({func}, [{_expr(expr.arg, names)}] * {expr.k}))"
     if isinstance(expr, S.SumChildren):
         return f"sum(h({_expr(expr.arg, names)}) for h in self.{expr.modulelist})"
+    if isinstance(expr, S.MultiOut):
+        return _multi_out(expr, names)
+    if isinstance(expr, S.MapRows):
+        func = f"lambda r: torch.{expr.op}(r)" if expr.lam else f"torch.{expr.op}"
+        return f"torch.stack(list(map({func}, {_expr(expr.arg, names)})))"
+    if isinstance(expr, S.ReduceRows):
+        func = f"lambda a, r: a + torch.{expr.unary}(r)" if expr.op == "lambda" else f"torch.{expr.op}"
+        return f"functools.reduce({func}, {_expr(expr.arg, names)}).expand(2, 4)"
     if isinstance(expr, S.ReadBuffer):
         return f"self.{expr.buffer}"
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _multi_out(expr: S.MultiOut, names: _Names) -> str:
+    args = ([] if expr.op == "unbind" else [str(expr.n)]) + [str(expr.dim)]
+    if expr.form == "method":
+        pieces = f"{_operand(expr.arg, names)}.{expr.op}({', '.join(args)})"
+    else:
+        pieces = f"torch.{expr.op}({', '.join([_expr(expr.arg, names)] + args)})"
+    return f"torch.{'stack' if expr.op == 'unbind' else 'cat'}({pieces}, {expr.dim})"
 
 
 def _unary(expr: S.Unary, names: _Names) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from . import spec as S
-from .oracle import Expected
+from .oracle import Expected, pieces
 from .walk import Path, owners, walk
 
 
@@ -32,6 +32,13 @@ class Model:
 
     def ran(self, path: Path) -> int:
         return self.expected.runs.get(path, 0)
+
+    def contexts_run(self) -> Iterator[bool]:
+        """For each ``with`` that ran: whether its context manager's methods run an op."""
+        for _, n, _ in self.nodes(S.With):
+            if n.ctx < len(self.spec.contexts):
+                cm = self.spec.contexts[n.ctx]
+                yield _any_op(cm.enter) and _any_op(cm.exit)
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,8 @@ def _branch(m: Model) -> bool:
 
 
 def _break(m: Model) -> bool:
-    return any(isinstance(a[-1], S.For) and n.at < a[-1].k - 1 for _, n, a in m.nodes(S.BreakIf))
+    return any(n.how == "break" and a and isinstance(a[-1], S.For) and n.at is not None and n.at < a[-1].k - 1
+               for _, n, a in m.nodes(S.BreakIf))
 
 
 def _recursion_entries(m: Model) -> bool:
@@ -193,6 +201,12 @@ def _glue(m: Model) -> bool:
     return any(isinstance(n.expr, S.Binary) and any(isinstance(x, S.CallChild) and x.child == "m"
                                                     for x in (n.expr.left, n.expr.right))
                for _, n, a in m.nodes(S.Assign) if any(isinstance(x, S.ForModules) for x in a))
+
+
+def _left_with(m: Model, how: str) -> bool:
+    """Whether a ``break``/``continue``/``raise`` in a ``with`` body was taken."""
+    return any(n.how == how and m.ran(p + ("taken",)) and any(isinstance(x, S.With) for x in a)
+               for p, n, a in m.nodes(S.BreakIf))
 
 
 def _buffer_lines(m: Model) -> bool:
@@ -295,6 +309,31 @@ RULES: tuple[Rule, ...] = (
     Rule("functional-frames", "torch's own Python (`F.relu`) is part of the chain (rule)", "exprs",
          lambda m: any(n.form == "functional" for _, n, _ in m.nodes(S.Unary))),
     Rule("two-traces", "Two separate traces of one model", "check_model (retrace property)", lambda m: True),
+    # Python constructs of issue 12 (not rows of the Cases table: the rule applied through them)
+    Rule("generator-for", "Ops in a generator function consumed by a `for` (issue 12)", "fragments.generator_loop",
+         lambda m: any(m.ran(("func", n.func, "body", 0)) >= 2 for _, n, _ in m.nodes(S.ForGen))),
+    Rule("with-normal", "Ops in a context manager's `__enter__`/`__exit__`, left normally (issue 12)",
+         "fragments.context_exits", lambda m: any(m.contexts_run())),
+    Rule("with-continue", "A `with` body left by `continue` (issue 12)", "fragments.context_exits",
+         lambda m: _left_with(m, "continue")),
+    Rule("with-break", "A `with` body left by `break` (issue 12)", "fragments.context_exits",
+         lambda m: _left_with(m, "break")),
+    Rule("with-raise", "A `with` body left by an exception `__exit__` suppresses (issue 12)",
+         "fragments.context_exits", lambda m: _left_with(m, "raise")),
+    Rule("map-rows", "`map` over the rows of a tensor (issue 12)", "fragments.rows_and_outputs",
+         lambda m: any(True for _ in m.nodes(S.MapRows))),
+    Rule("reduce-rows", "`functools.reduce` over the rows of a tensor (issue 12)", "fragments.rows_and_outputs",
+         lambda m: any(True for _ in m.nodes(S.ReduceRows))),
+    Rule("tensor-iteration", "A `for` over a tensor (issue 12)", "fragments.rows_and_outputs",
+         lambda m: any(True for _ in m.nodes(S.ForRows))),
+    Rule("multi-output", "`split`/`chunk`/`unbind`: one layer per output (issue 12)", "fragments.rows_and_outputs",
+         lambda m: any(pieces(n) >= 2 for _, n, _ in m.nodes(S.MultiOut))),
+    Rule("unpacked-slots", "`vals, idx = torch.max(x, dim=1)` unpacked (issue 12)", "fragments.rows_and_outputs",
+         lambda m: any(True for _ in m.nodes(S.Unpack))),
+    Rule("shape-loop", "A loop bound read from `x.shape` (issue 12)", "fragments.shape_control",
+         lambda m: any(n.shape and m.ran(p + ("body", 0)) for p, n, _ in m.nodes(S.For))),
+    Rule("shape-branch", "A branch on `x.shape` (issue 12)", "fragments.shape_control",
+         lambda m: any(True for _ in m.nodes(S.IfShape))),
 )
 
 #: Rows outside the fuzzing vocabulary, with why; each has a hand-written test in tests/test_cases.py.

@@ -130,6 +130,40 @@ class SumChildren:
 
 
 @dataclass(frozen=True)
+class MultiOut:
+    """A multi-output op put back together: ``torch.cat(e.split(n, dim), dim)``, ``torch.cat(
+    torch.chunk(e, n, dim), dim)`` or ``torch.stack(e.unbind(dim), dim)``: one output slot per
+    piece (the count follows from the 2x4 shape)."""
+
+    op: str
+    arg: "Expr"
+    n: int = 2
+    dim: int = 1
+    #: ``method`` (``e.split(...)``) or ``call`` (``torch.split(e, ...)``).
+    form: str = "method"
+
+
+@dataclass(frozen=True)
+class MapRows:
+    """``torch.stack(list(map(torch.<op>, e)))`` (``lam``: ``lambda r: torch.<op>(r)``): ``map``
+    iterates the tensor's rows (``unbind``, one slot per row), the op runs once per row."""
+
+    op: str
+    arg: "Expr"
+    lam: bool = False
+
+
+@dataclass(frozen=True)
+class ReduceRows:
+    """``functools.reduce(torch.<op>, e).expand(2, 4)`` over the rows of ``e``; ``op``
+    ``lambda`` is ``lambda a, r: a + torch.<unary>(r)``."""
+
+    op: str
+    arg: "Expr"
+    unary: str = "tanh"
+
+
+@dataclass(frozen=True)
 class ReadBuffer:
     """``self.<buffer>``: reading a registered buffer (not an op)."""
 
@@ -137,7 +171,7 @@ class ReadBuffer:
 
 
 Expr = Union[Var, Unary, Scalar, Binary, MaxSlots, MatParam, CallChild, CallFunc, ListComp,
-             GenSum, MapSum, SumChildren, ReadBuffer]
+             GenSum, MapSum, SumChildren, MultiOut, MapRows, ReduceRows, ReadBuffer]
 
 # --- statements --------------------------------------------------------------------------------
 
@@ -151,10 +185,12 @@ class Assign:
 
 @dataclass(frozen=True)
 class For:
-    """``for i<d> in range(k): body``."""
+    """``for i<d> in range(k): body``; with ``shape`` the bound is read from the input's 2x4
+    shape (``range(x.shape[1] - 1)`` for 3)."""
 
     k: int
     body: tuple["Stmt", ...]
+    shape: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,10 +218,47 @@ class While:
 
 
 @dataclass(frozen=True)
-class BreakIf:
-    """``if i<d> == at: break`` directly in a ``For`` body."""
+class ForGen:
+    """``for x in f<func>(x, k): body``: ``f<func>`` is a generator function."""
 
-    at: int
+    func: int
+    k: int
+    body: tuple["Stmt", ...]
+
+
+@dataclass(frozen=True)
+class ForRows:
+    """``for r<d> in e: x = x + r<d>; body``: iterating a tensor (``unbind``, one slot per row)."""
+
+    arg: Expr
+    body: tuple["Stmt", ...]
+
+
+@dataclass(frozen=True)
+class With:
+    """``with Cm<ctx>(x) as x: body``: the context manager's ``__enter__`` and ``__exit__`` run ops."""
+
+    ctx: int
+    body: tuple["Stmt", ...]
+
+
+@dataclass(frozen=True)
+class Unpack:
+    """``v, ix = torch.<op>(e, dim=1)`` then ``x`` from both outputs: ``max`` (``x = x *
+    v.unsqueeze(1) + ix.unsqueeze(1)``) or ``sort`` (``x = v + ix``)."""
+
+    op: str
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class BreakIf:
+    """``if i<d> == at: <how>`` in a ``For`` body: ``break``, ``continue`` or ``raise Stop()``
+    (in a ``With`` body, whose ``__exit__`` suppresses it). ``at`` ``None``: unconditional (a
+    ``raise`` only)."""
+
+    at: Optional[int]
+    how: str = "break"
 
 
 @dataclass(frozen=True)
@@ -194,6 +267,16 @@ class IfIndex:
 
     mod: int
     rem: int
+    then: tuple["Stmt", ...]
+    orelse: tuple["Stmt", ...] = ()
+
+
+@dataclass(frozen=True)
+class IfShape:
+    """``if x.shape[dim] == value: then else: orelse`` (``x`` is 2x4)."""
+
+    dim: int
+    value: int
     then: tuple["Stmt", ...]
     orelse: tuple["Stmt", ...] = ()
 
@@ -215,12 +298,13 @@ class BufAssign:
     expr: Expr
 
 
-Stmt = Union[Assign, For, ForModules, ForParams, While, BreakIf, IfIndex, BufInplace, BufAssign]
+Stmt = Union[Assign, For, ForModules, ForParams, While, ForGen, ForRows, With, Unpack, BreakIf, IfIndex,
+             IfShape, BufInplace, BufAssign]
 
 # --- definitions -------------------------------------------------------------------------------
 
 #: ``FuncDef.kind`` values.
-PLAIN, DECORATED, EXEC, RECURSIVE = "plain", "decorated", "exec", "recursive"
+PLAIN, DECORATED, EXEC, RECURSIVE, GENERATOR = "plain", "decorated", "exec", "recursive", "generator"
 
 
 @dataclass(frozen=True)
@@ -228,7 +312,9 @@ class FuncDef:
     """Module-level function ``f<index>(x)``; function ``i`` calls only functions ``j > i``.
 
     ``decorated``: wrapped by ``twice`` (its wrapper calls it on two lines); ``exec``: built by
-    ``exec`` of a string; ``recursive``: ``f(x, depth)`` runs its body, then recurses to depth 0.
+    ``exec`` of a string; ``recursive``: ``f(x, depth)`` runs its body, then recurses to depth 0;
+    ``generator``: ``f(x, n)`` runs ``for i in range(n): body; yield x`` (only a ``ForGen``
+    calls it).
     """
 
     kind: str
@@ -242,6 +328,15 @@ class HookDef:
 
     kind: str
     expr: Expr
+
+
+@dataclass(frozen=True)
+class CtxDef:
+    """Context manager class ``Cm<index>``: ``Cm(x)`` keeps ``x``; ``__enter__`` returns
+    ``enter`` applied to it; ``__exit__`` runs ``exit`` on it and suppresses ``Stop``."""
+
+    enter: tuple[Stmt, ...]
+    exit: tuple[Stmt, ...]
 
 
 #: ``Child.kind`` values.
@@ -298,6 +393,7 @@ class ModelSpec:
     hooks: tuple[HookDef, ...] = ()
     #: 1 (``forward(self, x)``) or 2 (``forward(self, x, y)``).
     inputs: int = 1
+    contexts: tuple[CtxDef, ...] = ()
 
 
 def child_attrs(child: Child) -> tuple[str, ...]:
@@ -307,8 +403,8 @@ def child_attrs(child: Child) -> tuple[str, ...]:
 
 def stmt_bodies(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     """The nested statement bodies of a statement (empty for simple statements)."""
-    if isinstance(stmt, (For, ForModules, ForParams, While)):
+    if isinstance(stmt, (For, ForModules, ForParams, While, ForGen, ForRows, With)):
         return (stmt.body,)
-    if isinstance(stmt, IfIndex):
+    if isinstance(stmt, (IfIndex, IfShape)):
         return (stmt.then, stmt.orelse)
     return ()

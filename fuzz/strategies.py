@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Optional
+from typing import Optional, Sequence
 
 from hypothesis import strategies as st
 
@@ -67,6 +67,18 @@ class Reach:
     module_var: bool = False
     param_var: bool = False
     in_for: bool = False
+    #: Generator functions a ``for x in f(x, k)`` may consume.
+    generators: tuple[int, ...] = ()
+    #: How many context managers ``Cm<i>`` a ``with`` may use.
+    contexts: int = 0
+    #: Whether ``raise Stop()`` is in reach (in a ``with`` body).
+    in_with: bool = False
+
+
+def _callables(kinds: Sequence[tuple[int, str]]) -> dict:
+    """``Reach`` fields for functions ``(index, kind)``: called ones and consumed generators."""
+    return {"functions": tuple((i, kind) for i, kind in kinds if kind != S.GENERATOR),
+            "generators": tuple(i for i, kind in kinds if kind == S.GENERATOR)}
 
 
 # --- expressions ---------------------------------------------------------------------------------
@@ -103,6 +115,13 @@ def exprs(reach: Reach, profile: Profile) -> st.SearchStrategy:
         ]
         if torch:
             options.append(st.builds(S.MaxSlots, inner))
+            # Rows and pieces of a tensor: one option among the others, not three.
+            options.append(st.one_of(
+                st.builds(S.MultiOut, st.sampled_from(("split", "chunk", "unbind")), inner, st.integers(1, 4),
+                          st.integers(0, 1), st.sampled_from(("method", "call"))),
+                st.builds(S.MapRows, st.sampled_from(UNARY), inner, st.booleans()),
+                st.builds(S.ReduceRows, st.sampled_from(("add", "mul", "maximum", "lambda")), inner,
+                          st.sampled_from(UNARY))))
         # Calls are what most rows are about: drawn three times as often as one op.
         if reach.functions:
             options += [st.builds(_call_func, st.sampled_from(reach.functions), inner,
@@ -163,14 +182,20 @@ def bodies(draw, reach: Reach, profile: Profile, depth: int = 0, min_size: int =
 @st.composite
 def statements(draw, reach: Reach, profile: Profile, depth: int) -> S.Stmt:
     """One statement, nesting at most ``profile.max_depth`` bodies deep."""
-    kinds = ["assign"] * 4
+    torch = reach.dialect == TORCH
+    kinds = ["assign"] * 8
     if depth < profile.max_depth:
-        kinds += ["for", "for", "while"]
-        kinds += ["modules"] * bool(reach.modulelists) + ["params"] * bool(reach.paramlists)
+        kinds += ["for"] * 4 + ["while"] * 2
+        kinds += ["modules"] * 2 * bool(reach.modulelists) + ["params"] * 2 * bool(reach.paramlists)
+        kinds += ["rows", "shape-branch"] * torch + ["generator"] * 2 * bool(reach.generators)
+        kinds += ["with"] * 2 * bool(reach.contexts)
     if reach.in_for:
-        kinds += ["break", "branch"]
+        kinds += ["break", "break", "branch", "branch"] + ["continue"] * torch
+    if reach.in_with:
+        kinds += ["raise"]
     if reach.buffers:
-        kinds += ["inplace", "reassign"]
+        kinds += ["inplace", "inplace", "reassign", "reassign"]
+    kinds += ["unpack"] * torch
     kind = draw(st.sampled_from(kinds))
     expr = exprs(reach, profile)
     nested = replace(reach, in_for=False)
@@ -178,7 +203,26 @@ def statements(draw, reach: Reach, profile: Profile, depth: int) -> S.Stmt:
         return S.Assign(draw(expr))
     if kind == "for":
         loop = replace(reach, in_for=True)
-        return S.For(draw(st.integers(1, profile.max_k)), draw(bodies(loop, profile, depth + 1)))
+        shape = torch and draw(st.integers(0, 3)) == 0  # the bound read from x.shape
+        return S.For(draw(st.integers(1, 4 if shape else profile.max_k)), draw(bodies(loop, profile, depth + 1)),
+                     shape)
+    if kind == "rows":
+        return S.ForRows(draw(expr), draw(bodies(nested, profile, depth + 1, min_size=0)))
+    if kind == "shape-branch":
+        then = draw(bodies(reach, profile, depth + 1))
+        orelse = draw(bodies(reach, profile, depth + 1, min_size=0))
+        return S.IfShape(draw(st.integers(0, 1)), draw(st.sampled_from((2, 3, 4))), then, orelse)
+    if kind == "generator":
+        return S.ForGen(draw(st.sampled_from(reach.generators)), draw(st.integers(0, profile.max_k)),
+                        draw(bodies(nested, profile, depth + 1, min_size=0)))
+    if kind == "with":
+        inner = replace(reach, in_with=True)
+        return S.With(draw(st.integers(0, reach.contexts - 1)), draw(bodies(inner, profile, depth + 1)))
+    if kind == "unpack":
+        return S.Unpack(draw(st.sampled_from(("max", "sort"))), draw(expr))
+    if kind in ("continue", "raise"):
+        at = draw(st.integers(0, profile.max_k - 1)) if reach.in_for else None
+        return S.BreakIf(at, kind)
     if kind == "while":
         return S.While(draw(st.integers(0, profile.max_k)), draw(bodies(nested, profile, depth + 1)))
     if kind == "modules":
@@ -211,13 +255,15 @@ def statements(draw, reach: Reach, profile: Profile, depth: int) -> S.Stmt:
 @st.composite
 def functions(draw, dialect: str, profile: Profile) -> tuple[S.FuncDef, ...]:
     """Module-level functions; ``f<i>`` calls only ``f<j>``, ``j > i``."""
-    kinds = draw(st.lists(st.sampled_from((S.PLAIN, S.PLAIN, S.DECORATED, S.EXEC, S.RECURSIVE)),
-                          max_size=profile.max_functions))
+    choices = (S.PLAIN, S.PLAIN, S.DECORATED, S.EXEC, S.RECURSIVE) + ((S.GENERATOR,) if dialect == TORCH else ())
+    kinds = draw(st.lists(st.sampled_from(choices), max_size=profile.max_functions))
     made: list[S.FuncDef] = []
     for i in reversed(range(len(kinds))):
         later = tuple((j, kinds[j]) for j in range(i + 1, len(kinds)))
-        reach = Reach(dialect, functions=later)
-        if made and draw(st.integers(0, 4)) == 0:
+        # A generator's body sits in its own ``for i0 in range(n)``: break, continue, branches.
+        reach = Reach(dialect, in_for=kinds[i] == S.GENERATOR, **_callables(later))
+        twin = made and kinds[i] != S.GENERATOR and draw(st.integers(0, 4)) == 0
+        if twin:
             body = made[-1 - draw(st.integers(0, len(made) - 1))].body  # a twin of a later function
         else:
             body = draw(bodies(reach, replace(profile, max_depth=1), depth=0))
@@ -269,7 +315,8 @@ def _item(kind: str, plain: list[int], draw) -> S.Child:
 
 @st.composite
 def class_defs(draw, inner_flags: tuple[bool, ...], first: int, funcs: tuple[S.FuncDef, ...],
-               n_hooks: int, profile: Profile, inputs: int = 1, takes_inner: bool = False) -> S.ClassDef:
+               n_hooks: int, profile: Profile, inputs: int = 1, takes_inner: bool = False,
+               contexts: int = 0) -> S.ClassDef:
     """One ``nn.Module`` class: submodules, weights, buffers, then a body that uses them."""
     kids = draw(children(inner_flags, first, n_hooks, profile))
     params = []
@@ -279,7 +326,8 @@ def class_defs(draw, inner_flags: tuple[bool, ...], first: int, funcs: tuple[S.F
     modules = tuple(attr for c in kids if c.kind != S.MODULELIST for attr in S.child_attrs(c))
     reach = Reach(
         TORCH,
-        functions=tuple(enumerate(f.kind for f in funcs)),
+        **_callables(tuple(enumerate(f.kind for f in funcs))),
+        contexts=contexts,
         modules=modules + (("inner",) if takes_inner else ()),
         modulelists=tuple(c.name for c in kids if c.kind == S.MODULELIST),
         paramlists=tuple(p.name for p in params if p.n),
@@ -302,15 +350,26 @@ def specs(draw, dialect: str = TORCH, profile: str = "ci") -> S.ModelSpec:
         reach = Reach(STANDIN, functions=tuple(enumerate(f.kind for f in funcs)))
         return S.ModelSpec(S.ClassDef(draw(bodies(reach, limits))), functions=funcs)
     hook_defs = tuple(draw(hooks(limits)))
+    contexts = tuple(draw(st.lists(context_defs(funcs, limits), max_size=2)))
     inner_flags = tuple(draw(st.lists(st.booleans(), max_size=limits.max_classes)))
     block_limits = replace(limits, max_children=2)
     classes = tuple(
-        draw(class_defs(inner_flags, i + 1, funcs, len(hook_defs), block_limits, takes_inner=flag))
+        draw(class_defs(inner_flags, i + 1, funcs, len(hook_defs), block_limits, takes_inner=flag,
+                        contexts=len(contexts)))
         for i, flag in enumerate(inner_flags)
     )  # Block<i> holds only Block<j>, j > i: no class contains itself
     inputs = draw(st.sampled_from((1, 1, 2)))
-    root = draw(class_defs(inner_flags, 0, funcs, len(hook_defs), limits, inputs=inputs))
-    return draw(with_fragments(S.ModelSpec(root, classes, funcs, hook_defs, inputs), _Parts(limits)))
+    root = draw(class_defs(inner_flags, 0, funcs, len(hook_defs), limits, inputs=inputs, contexts=len(contexts)))
+    model = S.ModelSpec(root, classes, funcs, hook_defs, inputs, contexts)
+    return draw(with_fragments(model, _Parts(limits)))
+
+
+@st.composite
+def context_defs(draw, funcs: tuple[S.FuncDef, ...], profile: Profile) -> S.CtxDef:
+    """A context manager: ``__enter__`` and ``__exit__`` bodies (either may run no op)."""
+    reach = Reach(TORCH, **_callables(tuple(enumerate(f.kind for f in funcs))))
+    small = replace(profile, max_depth=1, max_stmts=2)
+    return S.CtxDef(draw(bodies(reach, small, min_size=0)), draw(bodies(reach, small, min_size=0)))
 
 
 @dataclass(frozen=True)

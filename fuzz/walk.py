@@ -1,7 +1,7 @@
 """Paths that name spec nodes, and a walk over a spec that yields them (torch-free).
 
 A node's path is its position: the owner (``("root", "body")``, ``("class", 2, "body")``,
-``("func", 0, "body")``, ``("hook", 1, "expr")``) followed by field names and tuple indices.
+``("func", 0, "body")``, ``("hook", 1, "expr")``, ``("ctx", 0, "enter")``) followed by field names and tuple indices.
 The oracle keys places by path, and the rule registry reads specs through :func:`walk`.
 """
 
@@ -29,6 +29,9 @@ def owners(model: S.ModelSpec) -> Iterator[tuple[Path, Any]]:
         yield ("func", k, "body"), func.body
     for k, hook in enumerate(model.hooks):
         yield ("hook", k, "expr"), hook.expr
+    for k, cm in enumerate(model.contexts):
+        yield ("ctx", k, "enter"), cm.enter
+        yield ("ctx", k, "exit"), cm.exit
 
 
 def walk(model: S.ModelSpec) -> Iterator[tuple[Path, Any, tuple[Any, ...]]]:

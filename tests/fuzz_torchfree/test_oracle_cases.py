@@ -192,3 +192,60 @@ def test_a_label_after_a_never_run_while_step_is_not_static():
     model = S.ModelSpec(root(S.While(0, ()), S.Assign(S.Binary("add", X, X))))
     add = expect(model).layers[-1]
     assert (add.label, add.passes, add.static) == ("add_1", 1, False)
+
+
+# --- issue 12's Python constructs: the same rule through generators, with, rows and slots ---------
+
+SIN = S.Assign(S.Unary("sin", X))
+CM = S.CtxDef((S.Assign(tanh()),), (SIN,))
+
+#: Construct -> (spec, expected (label, passes)); each checked against a capture by hand.
+CONSTRUCTS = {
+    # ``__enter__``/``__exit__`` run from the ``with`` statement on every exit path: one layer each.
+    "with-exits": (S.ModelSpec(root(S.For(4, (S.With(0, (S.Assign(half(X)), S.BreakIf(0, "continue"),
+                                                          S.BreakIf(2, "raise"), S.Assign(S.Scalar("add", X, 1.0)),
+                                                          S.BreakIf(3, "break"))),), shape=True)), contexts=(CM,)),
+                   [("tanh_1", 4), ("mul_1", 4), ("sin_1", 4), ("add_1", 2)]),
+    # A generator's body runs at each resumption from the ``for``; ``continue`` skips a yield.
+    "generator": (S.ModelSpec(root(S.ForGen(0, 3, (S.Assign(half(X)),))),
+                              functions=(S.FuncDef(S.GENERATOR, (S.Assign(S.Unary("sigmoid", X)),
+                                                                 S.BreakIf(1, "continue"))),)),
+                  [("sigmoid_1", 3), ("mul_1", 2)]),
+    # Iterating a 2x4 tensor unbinds its 2 rows at once: one layer per output slot.
+    "map-rows": (S.ModelSpec(root(S.Assign(S.MapRows("tanh", X)), S.Assign(S.MapRows("relu", X, lam=True)))),
+                 [("unbind_1", 1), ("unbind_2", 1), ("tanh_1", 2), ("stack_1", 1),
+                  ("unbind_3", 1), ("unbind_4", 1), ("relu_1", 2), ("stack_2", 1)]),
+    "reduce-rows": (S.ModelSpec(root(S.Assign(S.ReduceRows("maximum", X)), S.Assign(S.ReduceRows("lambda", X, "sin")))),
+                    [("unbind_1", 1), ("unbind_2", 1), ("maximum_1", 1), ("expand_1", 1),
+                     ("unbind_3", 1), ("unbind_4", 1), ("sin_1", 1), ("add_1", 1), ("expand_2", 1)]),
+    "for-rows": (S.ModelSpec(root(S.ForRows(X, (S.Assign(tanh()),)))),
+                 [("unbind_1", 1), ("unbind_2", 1), ("add_1", 2), ("tanh_1", 2)]),
+    # split(1, 1): 4 pieces; chunk(3, 1): pieces of 2, so 2; unbind(0): 2 rows.
+    "multi-output": (S.ModelSpec(root(S.Assign(S.MultiOut("split", X, 1, 1)), S.Assign(S.MultiOut("chunk", X, 3, 1)),
+                                      S.Assign(S.MultiOut("unbind", X, 0, 0, "call")))),
+                     [*((f"split_{k}", 1) for k in range(1, 5)), ("cat_1", 1), ("chunk_1", 1), ("chunk_2", 1),
+                      ("cat_2", 1), ("unbind_1", 1), ("unbind_2", 1), ("stack_1", 1)]),
+    "unpacked-max": (S.ModelSpec(root(S.Unpack("max", X), S.Unpack("sort", X))),
+                     [("max_1", 1), ("max_2", 1), ("unsqueeze_1", 1), ("mul_1", 1), ("unsqueeze_2", 1), ("add_1", 1),
+                      ("sort_1", 1), ("sort_2", 1), ("add_2", 1)]),
+    "shape-branch": (S.ModelSpec(root(S.IfShape(1, 4, (S.Assign(tanh()),), (SIN,)), S.IfShape(0, 4, (SIN,)))),
+                     [("tanh_1", 1)]),
+}
+
+
+@pytest.mark.parametrize("name", CONSTRUCTS)
+def test_oracle_gives_the_constructs_layers(name):
+    model, layers = CONSTRUCTS[name]
+    assert expect(model, TORCH).summary() == layers
+
+
+@pytest.mark.parametrize("bad", [
+    S.ModelSpec(root(S.BreakIf(None, "raise"))),  # raise Stop() with no with to suppress it
+    S.ModelSpec(root(S.While(0, (S.BreakIf(None, "raise"),)))),  # even where it never runs
+    S.ModelSpec(root(S.Assign(S.CallFunc(0, X))), functions=(S.FuncDef(S.GENERATOR, ()),)),  # runs nothing
+    S.ModelSpec(root(S.With(0, ()))),  # no Cm0
+    S.ModelSpec(root(S.For(5, (), shape=True))),  # no bound of 5 from a 2x4 shape
+])
+def test_inconsistent_construct_specs_are_refused(bad):
+    with pytest.raises(SpecError):
+        expect(bad, TORCH)
