@@ -269,6 +269,8 @@ class Interpreter:
         self.catching = 0
         #: Undecided ``break``/``return`` taken so far (a loop with one has a data-dependent end).
         self.exits = 0
+        #: Code that can only raise, taken as not run so far (an undecided branch arm, loop body).
+        self.unraised = 0
         #: Comprehension items not listed so far (an undecided filter, an unknown iterable).
         self.unlisted = 0
         #: Generator bodies started by this run (closed when it ends).
@@ -1629,6 +1631,7 @@ class Interpreter:
     def fork(self, blocks: list[list[ast.stmt]]) -> Optional[Signal]:
         """Run arms of a branch the prediction cannot decide, each under ``0..1``."""
         live = [b for b in blocks if not _always_raises(b)]
+        self.unraised += len(blocks) - len(live)
         if len(live) <= 1:
             return self.exec_block(live[0]) if live else Signal(Exit.RAISE)
         frame = self.frame
@@ -1729,7 +1732,8 @@ class Interpreter:
                 with self.scaled(Count(0, None, "N", note)):
                     signal = self.exec_block(node.body)
                 if signal is not None and signal.kind is Exit.RAISE:  # a body that can only raise is
-                    del self.events[body:]  # taken as not run, as a branch arm that can only raise
+                    self.unraised += 1  # taken as not run, as a branch arm that can only raise
+                    del self.events[body:]
                     if self.frame is not None and before is not None:
                         self.frame.locals = before
                     self.settle_entry(entry, start, carry=False)
@@ -1866,7 +1870,11 @@ class Interpreter:
             value = self.special_call(manager, "__enter__", [], node)
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, value)
+        unraised = self.unraised
         signal = self.exec_block(node.body)
+        if self.unraised != unraised:
+            self.note(f"with{self.where(node)}: its body is predicted as not raising where it may; if it raises "
+                      "and __exit__ suppresses the exception, the ops after the raise do not run")
         if signal is not None and signal.kind is not Exit.RAISE and sys.version_info < (3, 11):
             self.note(f"with{self.where(node)} left by {signal.kind.value}: on Python 3.10 its __exit__ call "
                       "has a place of its own on that path, predicted at the normal exit's")

@@ -447,3 +447,30 @@ def test_a_while_whose_body_can_only_raise_is_taken_as_not_run():
     assert [(layer.layer_label, str(layer.count)) for layer in pred] == [
         ("zeros_1", "1"), ("sum_1", "1"), ("lt_1", "1"), ("sub_1", "1")]
     assert not pred.gaps and not pred.notes and report.ok, report
+
+
+class _Suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        return kind is KeyError
+
+
+class _RaiseInWith(nn.Module):
+    def forward(self, x):
+        with _Suppress():
+            c = torch.zeros(())
+            while c.sum() < 1:  # true at runtime: the raise runs, __exit__ suppresses it
+                raise KeyError("leave the with")
+            x = torch.tanh(x)  # so this never runs
+        return x - 1.0
+
+
+def test_a_raise_taken_as_not_run_in_a_with_body_is_a_note():
+    """``__exit__`` may suppress the exception, so "the model does not raise" is no longer a safe
+    guess inside a ``with``: the prediction says so (found by the fuzz campaign)."""
+    model, x = _RaiseInWith(), torch.randn(2, 4)
+    pred = tl.predict(model, x)
+    assert not tl.trace(model, x).check_prediction(pred).ok
+    assert any("predicted as not raising where it may" in note for note in pred.notes), pred.notes
