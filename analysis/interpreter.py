@@ -1875,6 +1875,9 @@ class Interpreter:
         if self.unraised != unraised:
             self.note(f"with{self.where(node)}: its body is predicted as not raising where it may; if it raises "
                       "and __exit__ suppresses the exception, the ops after the raise do not run")
+        if signal is not None and signal.kind is Exit.RAISE:
+            self.note(f"with{self.where(node)}: its body raises; the prediction takes the exception as passed on, "
+                      "but if __exit__ suppresses it the ops after the with run")
         if signal is not None and signal.kind is not Exit.RAISE and sys.version_info < (3, 11):
             self.note(f"with{self.where(node)} left by {signal.kind.value}: on Python 3.10 its __exit__ call "
                       "has a place of its own on that path, predicted at the normal exit's")
