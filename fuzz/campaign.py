@@ -262,6 +262,9 @@ def run_parallel(examples: int, seed_value: int = 0, profile: str = "ci", worker
             found = sum(len(r.found) for r in results)
             progress(f"[{len(results):>{len(str(len(shards)))}}/{len(shards)} shards] {models} models, "
                      f"{found} disagreements, {models / (time.monotonic() - start):.1f} models/s")
+            for shrunk in result.found:  # as they come: a long campaign's findings are read early
+                progress(f"  shard {result.shard.index} ({result.shard.examples} models, seed {result.shard.seed}): "
+                         f"{shrunk.name}: {shrunk.disagreements[0].message.splitlines()[0]}")
 
     if dask is not None:
         _on_dask(dask, shards, profile, shrink_seconds, done)

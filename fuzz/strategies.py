@@ -262,9 +262,10 @@ def functions(draw, dialect: str, profile: Profile) -> tuple[S.FuncDef, ...]:
         later = tuple((j, kinds[j]) for j in range(i + 1, len(kinds)))
         # A generator's body sits in its own ``for i0 in range(n)``: break, continue, branches.
         reach = Reach(dialect, in_for=kinds[i] == S.GENERATOR, **_callables(later))
-        twin = made and kinds[i] != S.GENERATOR and draw(st.integers(0, 4)) == 0
-        if twin:
-            body = made[-1 - draw(st.integers(0, len(made) - 1))].body  # a twin of a later function
+        # A twin of a later function (not of a generator's body, written for its own loop).
+        twins = [f.body for f in made if f.kind != S.GENERATOR] if kinds[i] != S.GENERATOR else []
+        if twins and draw(st.integers(0, 4)) == 0:
+            body = twins[draw(st.integers(0, len(twins) - 1))]
         else:
             body = draw(bodies(reach, replace(profile, max_depth=1), depth=0))
         made.insert(0, S.FuncDef(kinds[i], body))
