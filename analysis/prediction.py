@@ -232,4 +232,33 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
                                      tuple(parents), tuple(carried), known if len(known) == len(links) else None))
     unsized = [f"{layer.layer_label} at {layer.where()}: its number of outputs is not static, only the first "
                "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
-    return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)), tuple(dict.fromkeys([*notes, *unsized])))
+    shifted = _labels_that_may_shift(slots, groups, labels)
+    return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)),
+                      tuple(dict.fromkeys([*notes, *unsized, *shifted])))
+
+
+def _labels_that_may_shift(slots: list[tuple[Event, int]], groups: list[list[int]], labels: list[str]) -> list[str]:
+    """Notes for labels that hang on a pass that may not run.
+
+    A layer is labelled by its first predicted op. Where that op may not run (an undecided
+    ``while`` or branch) but a later op of the layer must, a layer of the same function first
+    run in between is numbered before it when the first op does not run: ``tanh_1`` and
+    ``tanh_2`` swap. The labels are then not a claim, and a note says so.
+    """
+    notes = []
+    first = {i: members[0] for i, members in enumerate(groups)}
+    for g, members in enumerate(groups):
+        event = slots[members[0]][0]
+        if event.count.lo > 0:
+            continue
+        sure = next((i for i in members if slots[i][0].count.lo > 0), None)
+        if sure is None:
+            continue  # the whole layer may not run: the check leaves it out
+        name = event.name
+        between = [labels[h] for h, at in first.items() if h != g and members[0] < at < sure and
+                   slots[groups[h][0]][0].name == name]
+        if between:
+            notes.append(f"labels {labels[g]}, {', '.join(between)} depend on whether {labels[g]}'s first pass runs "
+                         f"({event.count.note or event.why or 'it may not'}): when it does not, they are numbered "
+                         "in another order")
+    return notes

@@ -493,3 +493,34 @@ def test_a_with_body_that_raises_is_a_note():
     pred = tl.predict(model, x)
     assert not tl.trace(model, x).check_prediction(pred).ok
     assert any("if __exit__ suppresses it the ops after the with run" in note for note in pred.notes), pred.notes
+
+
+class _Tanh(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x)
+
+
+class FirstPassMayNotRun(nn.Module):
+    """Found by the fuzz campaign: ``par.tanh``'s first pass is in a ``while`` that may not run."""
+
+    def __init__(self):
+        super().__init__()
+        self.par = _Tanh()
+
+    def forward(self, x):
+        c = torch.zeros(())
+        while c.sum() < 0:
+            x = self.par(x)
+            c = c + 1.0
+        x = torch.tanh(x)
+        return self.par(x)
+
+
+def test_labels_that_hang_on_a_pass_that_may_not_run_are_a_note_not_a_claim():
+    model, x = FirstPassMayNotRun(), torch.randn(2, 4)
+    pred = tl.predict(model, x)
+    assert [layer.layer_label for layer in pred.layers if layer.func_name == "tanh"] == ["tanh_1", "tanh_2"]
+    assert any(note.startswith("labels tanh_1, tanh_2 depend on whether tanh_1's first pass runs (while at line")
+               for note in pred.notes)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert not report.ok and {m.layer_label for m in report.mismatched} == {"tanh_1", "tanh_2"}
