@@ -241,9 +241,10 @@ def _labels_that_may_shift(slots: list[tuple[Event, int]], groups: list[list[int
     """Notes for labels that hang on a pass that may not run.
 
     A layer is labelled by its first predicted op. Where that op may not run (an undecided
-    ``while`` or branch) but a later op of the layer must, a layer of the same function first
-    run in between is numbered before it when the first op does not run: ``tanh_1`` and
-    ``tanh_2`` swap. The labels are then not a claim, and a note says so.
+    ``while`` or branch) and the layer has later ops, a layer of the same function first run
+    before the first of them that must run (or before its last, where none must) is numbered
+    before it when the first op does not run: ``tanh_1`` and ``tanh_2`` swap. The labels are
+    then not a claim, and a note says so.
     """
     notes = []
     first = {i: members[0] for i, members in enumerate(groups)}
@@ -251,9 +252,10 @@ def _labels_that_may_shift(slots: list[tuple[Event, int]], groups: list[list[int
         event = slots[members[0]][0]
         if event.count.lo > 0:
             continue
-        sure = next((i for i in members if slots[i][0].count.lo > 0), None)
-        if sure is None:
-            continue  # the whole layer may not run: the check leaves it out
+        if len(members) == 1:
+            continue  # the layer runs there or not at all (the check leaves out a layer that did not run)
+        # the first op that must run; where none must, any later one may be where it starts
+        sure = next((i for i in members if slots[i][0].count.lo > 0), members[-1])
         name = event.name
         between = [labels[h] for h, at in first.items() if h != g and members[0] < at < sure and
                    slots[groups[h][0]][0].name == name]

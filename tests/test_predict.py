@@ -512,8 +512,29 @@ class FirstPassMayNotRun(nn.Module):
         return self.par(x)
 
 
-def test_labels_that_hang_on_a_pass_that_may_not_run_are_a_note_not_a_claim():
-    model, x = FirstPassMayNotRun(), torch.randn(2, 4)
+class LastPassMayNotRunEither(nn.Module):
+    """The campaign's second find: every pass of ``par.tanh`` is under an undecided ``while``."""
+
+    def __init__(self):
+        super().__init__()
+        self.par = _Tanh()
+
+    def forward(self, x):
+        c0 = torch.zeros(())
+        while c0.sum() < 1:
+            c1 = torch.zeros(())
+            while c1.sum() < 0:
+                x = self.par(x)
+                c1 = c1 + 1.0
+            x = torch.tanh(x)
+            x = self.par(x)
+            c0 = c0 + 1.0
+        return x
+
+
+@pytest.mark.parametrize("model", [FirstPassMayNotRun, LastPassMayNotRunEither])
+def test_labels_that_hang_on_a_pass_that_may_not_run_are_a_note_not_a_claim(model):
+    model, x = model(), torch.randn(2, 4)
     pred = tl.predict(model, x)
     assert [layer.layer_label for layer in pred.layers if layer.func_name == "tanh"] == ["tanh_1", "tanh_2"]
     assert any(note.startswith("labels tanh_1, tanh_2 depend on whether tanh_1's first pass runs (while at line")
