@@ -51,7 +51,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"\n--- disagreement: {finding.path}")
         for disagreement in finding.disagreements:
             print(disagreement)
-        print(finding.path.read_text())
+        print(finding.text)
     print(f"{report.models} models, {len(report.findings)} disagreements")
     for finding in report.findings:
         print(f"  {finding.path}")

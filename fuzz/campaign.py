@@ -18,7 +18,7 @@ import time
 import warnings
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
@@ -43,15 +43,18 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Finding:
-    """One model that failed a property, shrunk."""
+    """One model that failed a property, shrunk, with its regression file (shrunk on a worker,
+    written by the campaign: ``path`` is set once the file is written)."""
 
     #: The spec as drawn, and as shrunk.
     drawn: S.ModelSpec
     shrunk: S.ModelSpec
     #: What failed on the shrunk model.
     disagreements: tuple[Disagreement, ...]
-    #: The regression file written for it.
-    path: Path
+    #: The regression file's name and text.
+    name: str
+    text: str
+    path: Optional[Path] = None
 
 
 @dataclass
@@ -146,18 +149,7 @@ def _campaign(examples: int, seed_value: int, profile: str, progress: Optional[C
     return report, kept
 
 
-@dataclass(frozen=True)
-class Shrunk:
-    """A failing model, shrunk, with its regression file's name and text (not yet written)."""
-
-    drawn: S.ModelSpec
-    shrunk: S.ModelSpec
-    disagreements: tuple[Disagreement, ...]
-    name: str
-    text: str
-
-
-def _shrunk(model: S.ModelSpec, found: list[Disagreement], seconds: float) -> Shrunk:
+def _shrunk(model: S.ModelSpec, found: list[Disagreement], seconds: float) -> Finding:
     kind = found[0].prop
     props = {d.prop for d in found}
     smallest = shrink(model, lambda m: {d.prop for d in failures(m)} == props, seconds)
@@ -168,7 +160,7 @@ def _shrunk(model: S.ModelSpec, found: list[Disagreement], seconds: float) -> Sh
     else:
         built = build(smallest)
         text = regression_source(built.source, built.expected, smallest.inputs, map(str, final))
-    return Shrunk(model, smallest, final, name, text)
+    return Finding(model, smallest, final, name, text)
 
 
 def _folder(out_dir: Optional[Path]) -> Path:
@@ -177,10 +169,10 @@ def _folder(out_dir: Optional[Path]) -> Path:
     return folder
 
 
-def _write(found: Shrunk, folder: Path) -> Finding:
+def _write(found: Finding, folder: Path) -> Finding:
     path = folder / found.name
     path.write_text(found.text)
-    return Finding(found.drawn, found.shrunk, found.disagreements, path)
+    return replace(found, path=path)
 
 
 def _digest(text: str) -> int:
@@ -212,7 +204,7 @@ class ShardResult:
     models: int
     seconds: float
     rules: Counter
-    found: tuple[Shrunk, ...]
+    found: tuple[Finding, ...]
 
 
 def plan(examples: int, seed_value: int, size: int = SHARD_SIZE) -> list[Shard]:

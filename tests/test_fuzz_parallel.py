@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from torchlens.fuzz.__main__ import main
-from torchlens.fuzz.campaign import SHARD_SIZE, Shard, ShardResult, Shrunk, merge, plan, run_parallel, run_shard
+from torchlens.fuzz.campaign import SHARD_SIZE, Shard, ShardResult, Finding, merge, plan, run_parallel, run_shard
 from torchlens.fuzz.check import Disagreement
 
 
@@ -28,7 +28,7 @@ def test_a_shard_draws_the_same_models_every_time():
 
 def test_merge_sums_shards_in_order_and_writes_each_shrunk_model(tmp_path):
     model = "a model spec"  # merge passes specs through untouched
-    found = lambda name: Shrunk(model, model, (Disagreement("trace", name),), name, f"# {name}\n")  # noqa: E731
+    found = lambda name: Finding(model, model, (Disagreement("trace", name),), name, f"# {name}\n")  # noqa: E731
     results = [
         ShardResult(Shard(1, 2, 5), 2, 1.0, Counter({"a": 1}), (found("case_b.py"),)),
         ShardResult(Shard(0, 3, 4), 3, 1.0, Counter({"a": 2, "b": 1}), (found("case_a.py"),)),
