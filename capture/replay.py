@@ -193,10 +193,17 @@ def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) ->
     return new_args, {key: one(v) for key, v in kwargs.items()} if kwargs else {}
 
 
-def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor]) -> RecordedCall:
+def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor],
+                shared: dict[tuple[int, ...], tuple]) -> RecordedCall:
     """The call as a trace keeps it: every tensor argument no op produced owned (the call
     itself when there is none). Those are the tensors left in its arguments: a produced one
-    is :data:`PRODUCED` since the call was recorded."""
+    is :data:`PRODUCED` since the call was recorded.
+
+    ``shared``: the settled positional arguments of the calls settled before, by the ids of
+    the arguments as recorded; a call whose arguments are the same objects (a loop calling a
+    ``Linear`` each step reads the same weight and bias) shares their settled tuple. ``own``
+    is a function of the tensor's identity, so the tuple is what settling them again gives.
+    The caller keeps the recorded calls alive while it settles, so no id is reused."""
     if -1 not in call.sources:
         return call
 
@@ -207,5 +214,9 @@ def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor])
             return type(value)([own(item) if isinstance(item, torch.Tensor) else item for item in value])
         return value
 
-    return new_call(call.func, tuple([keep(value) for value in call.args]),
-                    {key: keep(value) for key, value in call.kwargs.items()}, call.sources, call.snapshots, call.modes)
+    key = tuple(map(id, call.args))
+    args = shared.get(key)
+    if args is None:
+        args = shared[key] = tuple([keep(value) for value in call.args])
+    kwargs = {key: keep(value) for key, value in call.kwargs.items()} if call.kwargs else {}
+    return new_call(call.func, args, kwargs, call.sources, call.snapshots, call.modes)

@@ -185,11 +185,12 @@ class Ownership:
                 root.values = tuple(own(t) for t in root.values)
         raw.buffer_values = {a: (own(first), own(last)) for a, (first, last) in raw.buffer_values.items()}
         settled: dict[int, Any] = {}
+        shared: dict[tuple[int, ...], tuple] = {}
         for op in raw.ops:
             call = op.replay
             if call is not None:
                 if id(call) not in settled:
-                    settled[id(call)] = settle_call(call, self._copy) if replayable else None
+                    settled[id(call)] = settle_call(call, self._copy, shared) if replayable else None
                 op.replay = settled[id(call)]
 
 

@@ -285,3 +285,31 @@ def test_tensors_in_plain_module_attributes_are_not_shared_with_the_trace():
     model.table[0].add_(5.0)
     model(torch.ones(3))  # writes the cache the first pass stored, in place
     assert_unchanged(trace, before)
+
+
+class LinearLoop(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        for _ in range(3):
+            x = torch.tanh(self.lin(x))
+        return x
+
+
+def test_calls_reading_the_same_parameters_share_their_settled_arguments():
+    """Settling shares one owned argument tuple between calls that read the same objects: each
+    call still replays from a snapshot of the weight, not from the live weight."""
+    model = LinearLoop()
+    trace = tl.trace(model, torch.randn(2, 4))
+    calls = [op._replay for op in trace.ops if op.func_name == "linear"]
+    assert len(calls) == 3 and len({id(call) for call in calls}) == 3
+    assert len({id(call.args) for call in calls}) == 1
+    weight = calls[0].args[1]
+    assert weight is not model.lin.weight and torch.equal(weight, model.lin.weight)
+    assert [call.sources for call in calls] == [[0, -1, -1], [2, -1, -1], [4, -1, -1]]
+    with torch.no_grad():
+        model.lin.weight.mul_(2.0)
+    assert not torch.equal(weight, model.lin.weight)
+    assert trace.validate_forward_pass(strict=True).ok
