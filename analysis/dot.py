@@ -26,6 +26,8 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.25", "ra
 NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "10", "shape": "box", "style": "rounded,filled",
               "fillcolor": "white", "color": "#555555", "margin": "0.08,0.03", "height": "0.3"}
 EDGE_ATTRS = {"fontname": "Helvetica", "fontsize": "9", "color": "#555555", "arrowsize": "0.6"}
+#: Fill of the model's input and output nodes (ovals), in every drawing.
+INPUT_FILL, OUTPUT_FILL = "#dff0d8", "#fbe3cf"
 BACK_EDGE_COLOR = "#2b6cb0"
 #: An edge back round a loop (into a node drawn before its tail): blue, and left out of the layout.
 BACK_EDGE = {"constraint": "false", "color": BACK_EDGE_COLOR, "fontcolor": BACK_EDGE_COLOR}

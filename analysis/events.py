@@ -15,7 +15,7 @@ from typing import Any, Optional
 from .passes import Count
 from .sites import HookMark, Link
 
-__all__ = ["HookMark", "Event", "Gap", "Link", "LoopEntry", "real_inputs"]
+__all__ = ["HookMark", "Event", "ForwardInput", "Gap", "Link", "LoopEntry", "real_inputs"]
 
 
 @dataclass(eq=False, slots=True)
@@ -49,6 +49,14 @@ class LoopEntry:
 
     #: The value's real producer (``None``: an input or parameter).
     origin: Optional[tuple[Event, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardInput:
+    """Stands as the producer of a tensor the forward pass is given: the capture's input layer
+    ``label`` (``input_1``, ...), numbered as the capture numbers the call's tensor leaves."""
+
+    label: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,13 +21,13 @@ from typing import Any, Callable, Optional
 
 from .errors import PredictionError, SourceUnavailableError
 from .host import Host
-from .events import Gap
+from .events import ForwardInput, Gap
 from .interpreter import DEFAULT_LIMITS, Boundary, Budget, Interpreter
 from .passes import Count
 from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
 from .targets import import_file
-from .values import Instance, Tensor, Value
+from .values import SCALARS, Dict, Instance, Known, Seq, Tensor, Value
 
 __all__ = ["predict_function", "predict_module", "predict_class", "predict_source", "abstract_inputs"]
 
@@ -51,8 +51,9 @@ def predict_module(module: Any, *args: Any, host: Host, max_steps: Optional[int]
     """Predict a live module's forward pass (``module(*args, **kwargs)``)."""
     run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
     forward = host.module_forward(module)
-    values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=False)
-    return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False)
+    values, kw, inputs = abstract_inputs(run, forward, args, kwargs, skip_self=False)
+    return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False,
+                inputs=inputs)
 
 
 def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_steps: Optional[int] = None,
@@ -67,8 +68,9 @@ def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_
     instance.address = "self"
     run.name_children(instance)
     forward = class_attr(cls, "forward")
-    values, kw = abstract_inputs(run, forward, args, kwargs, skip_self=True)
-    return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False)
+    values, kw, inputs = abstract_inputs(run, forward, args, kwargs, skip_self=True)
+    return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False,
+                inputs=inputs)
 
 
 def predict_source(path: str, class_name: str, *args: Any, host: Host, **kwargs: Any) -> Prediction:
@@ -86,14 +88,15 @@ def predict_source(path: str, class_name: str, *args: Any, host: Host, **kwargs:
 
 
 def abstract_inputs(run: Interpreter, forward: Any, args: tuple, kwargs: dict,
-                    skip_self: bool) -> tuple[list[Value], dict[str, Value]]:
-    """Values for ``forward``'s parameters: given ones as they are, else tensors or defaults."""
+                    skip_self: bool) -> tuple[list[Value], dict[str, Value], tuple[str, ...]]:
+    """Values for ``forward``'s parameters: given ones as they are, else tensors or defaults;
+    each tensor among them marked as its input layer, and those layers' labels (:func:`mark_inputs`)."""
     values: list[Value] = [run.wrap(a) for a in args]
     kw = {k: run.wrap(v) for k, v in kwargs.items()}
     try:
         params = list(inspect.signature(forward).parameters.values())
     except (TypeError, ValueError):
-        return values, kw
+        params = []
     if skip_self and params:
         params = params[1:]
     for k, param in enumerate(params):
@@ -104,15 +107,65 @@ def abstract_inputs(run: Interpreter, forward: Any, args: tuple, kwargs: dict,
                 values.append(Tensor())
             else:
                 kw[param.name] = Tensor()
-    return values, kw
+    return mark_inputs(run, values, kw)
 
 
-def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True) -> Prediction:
+def mark_inputs(run: Interpreter, values: list[Value],
+                kw: dict[str, Value]) -> tuple[list[Value], dict[str, Value], tuple[str, ...]]:
+    """``values`` and ``kw`` with each distinct tensor leaf, positions first, then keywords,
+    into lists, tuples and dicts, produced by a :class:`~analysis.events.ForwardInput` named as
+    the capture names the input layers; a live tensor inside a given container reads so too.
+    Where an argument is another object (it may hold tensors the capture numbers first), no
+    tensor is marked: the numbers would not be the capture's."""
+    leaves: dict[int, tuple[Any, Value]] = {}  # id(live tensor, or value) -> (it, its value)
+
+    def collect(value: Any) -> bool:
+        if isinstance(value, Known):
+            value = value.obj
+        if isinstance(value, Tensor):
+            leaves.setdefault(id(value.live if value.live is not None else value), (value.live, value))
+            return True
+        if isinstance(value, run.host.tensor_type):
+            leaves.setdefault(id(value), (value, run.wrap(value)))
+            return True
+        if isinstance(value, (Seq, Dict)):
+            return all(collect(item) for item in (value.items if isinstance(value, Seq) else value.items.values()))
+        if isinstance(value, (list, tuple)):
+            return all(collect(item) for item in value)
+        if isinstance(value, dict):
+            return all(collect(item) for item in value.values())
+        return isinstance(value, SCALARS)
+
+    if not all(collect(value) for value in (*values, *kw.values())):
+        return values, kw, ()
+    marked: dict[int, Tensor] = {}
+    for n, (key, (live, value)) in enumerate(leaves.items(), 1):
+        assert isinstance(value, Tensor)
+        marked[key] = Tensor(value.live, value.meta, (ForwardInput(f"input_{n}"), 0))
+        if live is not None:
+            run.held[id(live)] = (live, marked[key])
+
+    def swap(value: Value) -> Value:
+        if isinstance(value, Tensor):
+            return marked.get(id(value.live if value.live is not None else value), value)
+        if isinstance(value, Seq):
+            return Seq([swap(item) for item in value.items], value.kind, value.unsure)
+        if isinstance(value, Dict):
+            return Dict({k: swap(item) for k, item in value.items.items()}, value.kind)
+        return value
+
+    labels = tuple(value.origin[0].label for value in marked.values() if value.origin is not None)
+    return [swap(v) for v in values], {k: swap(v) for k, v in kw.items()}, labels
+
+
+def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True,
+         inputs: tuple[str, ...] = ()) -> Prediction:
     if boundary:
         run.stack.append(Boundary("self"))
     stopped = ""
+    returned: Any = None
     try:
-        start()
+        returned = start()
     except Budget as stop:
         stopped = f"prediction incomplete: {stop}; what runs after that point is not predicted " \
                   f"(pass {stop.option}= to allow more)"
@@ -124,7 +177,8 @@ def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool
     gaps = list(run.gaps)
     if stopped:
         gaps.append(Gap("self", (), stopped))
-    pred = build_prediction(target, run.events, gaps, [*run.notes, *([stopped] if stopped else [])])
+    pred = build_prediction(target, run.events, gaps, [*run.notes, *([stopped] if stopped else [])],
+                            None if stopped else returned, inputs)
     return _open_cut_counts(pred, run.cut) if run.cut else pred
 
 
@@ -135,4 +189,4 @@ def _open_cut_counts(pred: Prediction, cut: set) -> Prediction:
         replace(layer, count=Count(layer.count.lo, None, f"{layer.count.lo}+", note))
         if any(getattr(link, "code", None) in cut for link in layer.call_site or ()) else layer
         for layer in pred.layers)
-    return Prediction(pred.target, layers, pred.gaps, pred.notes)
+    return Prediction(pred.target, layers, pred.gaps, pred.notes, pred.inputs, pred.outputs)

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from .errors import TorchLensValueError
-from .events import Event, Gap, real_inputs
+from .events import Event, ForwardInput, Gap, real_inputs
 from .keys import LayerKey, group_keys, layer_labels
 from .passes import Count
 from .sites import Link, Place
 from .table import format_table
+from .values import SCALARS, Dict, Known, Seq, Tensor
 
 __all__ = ["PredictedLayer", "Prediction", "build_prediction", "LayerKey"]
 
@@ -40,8 +41,9 @@ class PredictedLayer:
     count: Count
     #: Why the place is unknown, or the output count.
     note: str = ""
-    #: Labels of the predicted layers whose outputs this layer's ops take (predicted dataflow;
-    #: inputs, parameters and values the run lost track of have none).
+    #: Labels of the predicted layers whose outputs this layer's ops take, and of the input
+    #: layers (``input_1``) whose tensors they take (predicted dataflow; parameters and values
+    #: the run lost track of have none).
     parents: tuple[str, ...] = ()
     #: Labels of the predicted layers whose output one pass of a loop the prediction does not
     #: unroll hands to this layer's next pass (a loop-carried value, drawn as an edge back).
@@ -109,6 +111,13 @@ class Prediction:
     gaps: tuple[Gap, ...] = ()
     #: Anything else worth knowing (a step budget ran out).
     notes: tuple[str, ...] = ()
+    #: The input layers the capture will have (``input_1``, ...: the forward's tensor
+    #: arguments), where the arguments are tensors, plain values and lists, tuples and dicts of them.
+    inputs: tuple[str, ...] = ()
+    #: Per tensor leaf of the predicted return value, in order (as the capture's ``output_1``,
+    #: ...), the label of the layer or input it is; empty where the prediction cannot list the
+    #: return value's tensors, or lost the producer of one of them.
+    outputs: tuple[str, ...] = ()
     _by_label: dict[str, PredictedLayer] = field(default_factory=dict, repr=False)
     _by_key: dict[LayerKey, PredictedLayer] = field(default_factory=dict, repr=False)
 
@@ -170,7 +179,7 @@ class Prediction:
         """A JSON-ready dict: the target, its layers, where the prediction stopped, notes."""
         return {"target": self.target, "layers": [layer.to_json() for layer in self.layers],
                 "gaps": [{"scope": g.scope, "why": g.why} for g in dict.fromkeys(self.gaps)],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "inputs": list(self.inputs), "outputs": list(self.outputs)}
 
     def gap_lines(self) -> list[str]:
         """One line per distinct ``scope: why`` of the gaps, with ``(xN)`` when N gaps (at
@@ -197,8 +206,11 @@ class Prediction:
         return "\n".join(lines)
 
 
-def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: list[str]) -> Prediction:
+def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: list[str],
+                     returned: Any = None, given: tuple[str, ...] = ()) -> Prediction:
     """Group events (one per output slot) into layers by key; label them in order of first execution.
+    ``returned`` is the predicted value the forward returns (``None``: not known), ``given``
+    the labels of its input layers.
 
     A layer's count is the sum of its events' counts; an unknown chain groups with the events
     whose chain is unknown for the same reason.
@@ -221,8 +233,9 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
         for i in members[1:]:
             count = count + slots[i][0].count
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        parents = dict.fromkeys(label_of[key] for i in members for producer, k in inputs[id(slots[i][0])]
-                                if (key := (id(producer), k)) in label_of)
+        parents = dict.fromkeys(producer.label if isinstance(producer, ForwardInput) else label_of[key]
+                                for i in members for producer, k in inputs[id(slots[i][0])]
+                                if isinstance(producer, ForwardInput) or (key := (id(producer), k)) in label_of)
         carried = dict.fromkeys(label_of[key] for i in members for producer, k in slots[i][0].carried
                                 if (key := (id(producer), k)) in label_of)
         links = [(label_of[key], pass_of.get(key), pass_of.get((id(slots[i][0]), slots[i][1])))
@@ -234,7 +247,30 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
                "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
     shifted = _labels_that_may_shift(slots, groups, labels)
     return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)),
-                      tuple(dict.fromkeys([*notes, *unsized, *shifted])))
+                      tuple(dict.fromkeys([*notes, *unsized, *shifted])),
+                      inputs=given,
+                      outputs=_returned_labels(returned, label_of))
+
+
+def _returned_labels(returned: Any, label_of: dict[tuple[int, int], str]) -> tuple[str, ...]:
+    """The label each tensor leaf of ``returned`` is, in order; empty where one is not known."""
+    labels: list[str] = []
+    todo = [returned]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, Tensor):
+            if value.origin is None:
+                return ()
+            producer, k = value.origin
+            label = producer.label if isinstance(producer, ForwardInput) else label_of.get((id(producer), k))
+            if label is None:
+                return ()
+            labels.append(label)
+        elif isinstance(value, (Seq, Dict)):
+            todo.extend(reversed(value.items if isinstance(value, Seq) else list(value.items.values())))
+        elif not (isinstance(value, Known) and isinstance(value.obj, SCALARS)):
+            return ()
+    return tuple(labels)
 
 
 def _labels_that_may_shift(slots: list[tuple[Event, int]], groups: list[list[int]], labels: list[str]) -> list[str]:

@@ -4,8 +4,10 @@ The drawing, made before the model runs:
 One node per predicted layer, named by its predicted label, in its module's box (boxes nest by
 address). A node shows the predicted passes where they are not one (``x3``, ``xN+1``, ``x0..1``,
 ``xlen(xs)``) and where the layer is written; a layer that may not run at all has a dashed
-border, a place the prediction could not read a red one. Edges are the predicted dataflow: from
-the layer whose output an op takes to the op's layer (inputs and parameters are not drawn);
+border, a place the prediction could not read a red one. The forward's tensor arguments and
+returned tensors are ovals named as the capture will name them (``input_1``, ``output_1``)
+where the prediction can number them. Edges are the predicted dataflow: from the layer or
+input whose output an op takes to the op's layer (parameters are not drawn);
 one into a layer drawn no later than its tail goes back round a loop (blue), labelled with the
 passes it carries where the loop is unrolled (``1-2``, as the trace's drawing), ``loop`` where
 one pass stands for all (a ``while`` with a tensor test).
@@ -21,7 +23,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Union
 
-from .dot import BACK_EDGE, LOOP, Cluster, Drawing, Scene, edge_key, pass_label, to_digraph
+from .dot import BACK_EDGE, INPUT_FILL, LOOP, OUTPUT_FILL, Cluster, Drawing, Scene, edge_key, pass_label, to_digraph
 from .errors import TorchLensValueError
 from .explain import explain_predicted
 from .table import fit_table, library_file
@@ -97,7 +99,9 @@ def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[
     scene = Scene(title=f"{pred.target} (predicted, before running): {len(pred.layers)} layers, "
                         "predicted dataflow", direction=direction)
     fold = Folding(pred, depth, collapse)
-    drawn: dict[str, str] = {}  # layer label -> its node (its own, or its collapsed module's)
+    drawn: dict[str, str] = {label: label for label in pred.inputs}  # layer label -> its node (its own, or its collapsed module's)
+    for label in pred.inputs:
+        scene.node(label, label, None, shape="oval", fillcolor=INPUT_FILL)
     inside: dict[str, int] = {}
     for layer in pred.layers:
         box = fold.box(layer.module)
@@ -121,6 +125,9 @@ def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[
         scene.node(f"[{box}]", f"{name}\n{count} layer{'s' if count != 1 else ''} inside",
                    module_box(scene, parent, fold.scopes), shape="box3d", tooltip=box)
     add_edges(scene, pred, drawn)
+    for k, label in enumerate(pred.outputs, 1):
+        scene.node(f"output_{k}", f"output_{k}", None, shape="oval", fillcolor=OUTPUT_FILL)
+        scene.edge(drawn[label], f"output_{k}")
     gaps = pred.gap_lines()
     if gaps:
         shown = gaps[:8] + ([f"... {len(gaps) - 8} more"] if len(gaps) > 8 else [])
@@ -135,7 +142,7 @@ def add_edges(scene: Scene, pred: "Prediction", drawn: dict[str, str]) -> None:
     loop) it is labelled with the passes it carries, as the trace's drawing does. A value one
     pass of a loop the prediction does not unroll hands to the next is an edge back labelled
     ``loop``. Edges inside a collapsed module are not drawn."""
-    order: dict[str, int] = {}
+    order: dict[str, int] = dict.fromkeys(pred.inputs, -1)
     for i, layer in enumerate(pred.layers):
         order.setdefault(drawn[layer.layer_label], i)
     count = {layer.layer_label: layer.count.exact for layer in pred.layers}  # boxes have none

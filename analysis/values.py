@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Optional
 __all__ = ["Value", "Known", "Tensor", "TensorTuple", "Opaque", "Seq", "Dict", "Union",
            "Function", "Bound", "Partial", "Instance", "Lazy", "PyMethod", "SuperRef", "Nature",
            "NONE", "TRUE", "FALSE", "truth", "join", "same", "identical", "contains", "concrete",
-           "concrete_args", "type_of", "may_hold_tensor", "element_of", "origins"]
+           "concrete_args", "type_of", "may_hold_tensor", "element_of", "origins", "SCALARS"]
 
 
 class Nature(Enum):
@@ -37,6 +37,9 @@ class Value:
 
     __slots__ = ()
 
+
+#: Objects that hold no tensor (``bool`` is an ``int``).
+SCALARS = (int, float, complex, str, bytes, type(None))
 
 @dataclass(eq=False, slots=True)
 class Known(Value):

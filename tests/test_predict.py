@@ -60,6 +60,11 @@ def test_prediction_equals_capture(name: str):
     assert all(predicted[label] <= actual[label] for label in predicted), (name, predicted, actual)  # no false edge
     if name not in LOST_EDGES:
         assert predicted == actual, name
+    assert pred.inputs == trace.input_layers, (pred.inputs, trace.input_layers)
+    if pred.outputs:  # each output as the capture numbers them, from the layer the prediction says
+        assert len(pred.outputs) == len(trace.output_layers), (pred.outputs, trace.output_layers)
+        for label, output in zip(pred.outputs, trace.output_layers):
+            assert [p.rpartition(":")[0] or p for p in trace[output].ops[0].parents] == [label], (label, output)
 
 
 #: Cases whose predicted dataflow lacks runtime edges (never has false ones), and why.
@@ -70,8 +75,8 @@ LOST_EDGES = {
 
 
 def runtime_parents(trace, pred) -> dict[str, set[str]]:
-    """Each runtime compute layer's compute parents (layers whose outputs its ops read)."""
-    compute = {layer.layer_label for layer in compute_layers(trace)}
+    """Each runtime compute layer's compute and input parents (layers whose outputs its ops read)."""
+    compute = {layer.layer_label for layer in compute_layers(trace)} | set(trace.input_layers)
     return {layer.layer_label: {p.rpartition(":")[0] or p for op in layer.ops for p in op.parents} & compute
             for layer in compute_layers(trace) if pred.find(runtime_key(layer)) is not None}
 
@@ -285,6 +290,42 @@ def test_operator_names_match_the_capture():
     assert report.ok and report.coverage == 1.0 and not report.unexecuted, str(report)
 
 
+class NestedInputs(nn.Module):
+    def forward(self, pair, scale, extra=None, *, table):
+        a, b = pair
+        return [torch.relu(a) * scale, b + table["w"]], {"same": torch.tanh(table["again"])}
+
+
+class ObjectInput(nn.Module):
+    def forward(self, box, x):
+        return x + box.t
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_predicted_inputs_and_outputs_are_the_capture_s(shared):
+    """The forward's tensor leaves are numbered as the capture numbers its input layers (into
+    lists, tuples and dicts; a tensor given twice is one input), and each returned tensor
+    is the layer the capture's output layer takes."""
+    a, b, w = torch.randn(2), torch.randn(2), torch.randn(2)
+    table = {"w": w, "again": a if shared else torch.randn(2)}
+    model, args, kwargs = NestedInputs(), ((a, b), 2.0), {"table": table}
+    pred, trace = tl.predict(model, *args, forward_kwargs=kwargs), tl.trace(model, *args, forward_kwargs=kwargs)
+    assert trace.check_prediction(pred).ok
+    assert pred.inputs == trace.input_layers == tuple(f"input_{n}" for n in range(1, 4 if shared else 5))
+    assert len(pred.outputs) == len(trace.output_layers) == 3
+    for label, output in zip(pred.outputs, trace.output_layers):
+        assert [p.rpartition(":")[0] for p in trace[output].ops[0].parents] == [label]
+    assert set(pred["tanh_1"].parents) == {"input_1" if shared else "input_4"}
+    assert set(pred["add_1"].parents) == {"input_2", "input_3"}
+
+
+def test_inputs_are_not_numbered_past_an_object_argument():
+    """An object may hold tensors the capture numbers first: no input is claimed."""
+    box = type("Box", (), {"t": torch.randn(2)})()
+    pred = tl.predict(ObjectInput(), box, torch.randn(2))
+    assert pred.inputs == () and pred["add_1"].parents == ()
+
+
 # --- the prediction's drawing ---------------------------------------------------------------
 
 
@@ -296,6 +337,8 @@ def test_prediction_drawing_has_dataflow_edges_and_folds_like_the_table(tmp_path
         for parent in layer.parents:
             assert f'"{parent}" -> "{layer.layer_label}"' in edges, (parent, layer.layer_label)
     assert edges and "style=invis" not in full
+    assert pred.inputs == ("input_1",) and len(pred.outputs) == 1
+    assert f'"{pred.outputs[0]}" -> "output_1"' in edges and '"input_1" [' in full and '"output_1" [' in full
     folded = pred.draw(depth=0).source
     assert '"[blocks.0]"' in folded and '"[blocks.0]" -> "[blocks.1]"' in folded
     assert not any(f'"{layer.layer_label}" [' in folded for layer in pred if layer.module != "self")

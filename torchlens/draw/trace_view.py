@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
-from torchlens.analysis.dot import BACK_EDGE, Cluster, Node, Scene, edge_key, pass_label, pass_ranges
+from torchlens.analysis.dot import BACK_EDGE, INPUT_FILL, OUTPUT_FILL, Cluster, Node, Scene, edge_key, pass_label, pass_ranges
 from torchlens.analysis.explain import explain_layer
 
 from ..records import Layer, Op
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 BOOKKEEPING = frozenset({"running_mean", "running_var", "num_batches_tracked"})
 #: Box fills by module depth (lighter outside).
 CLUSTER_FILLS = ("#f4f6fa", "#e9eef6", "#dfe6f1", "#d5deec")
-INPUT_FILL, OUTPUT_FILL, PARAM_FILL, BUFFER_FILL = "#dff0d8", "#fbe3cf", "#eef1f7", "#f2f2f2"
+PARAM_FILL, BUFFER_FILL = "#eef1f7", "#f2f2f2"
 MODULE_FILL = "#dde6f5"
 #: An edge that skips ahead (a residual, a dense connection): lighter, and free to bend.
 SKIP_EDGE = {"weight": "0", "color": "#9aa5b5"}
