@@ -5,8 +5,9 @@ modules, parameters and buffers, ``forward`` returns its input) isolates the fix
 building the capture's tables, claiming the slot, installing and removing the interception
 (patches, torch function mode, worker guard) and the boundary ops. Printed side by side in
 one run, best of ``--repeat`` each: the hollow capture alone (``capture_forward``), the same
-through ``tl.trace`` (adds grouping and records), and the full MLP trace against its raw
-forward pass for scale. Times are the CPU time of the running thread (``time.thread_time``),
+through ``tl.trace`` (the trace builds its grouping and records on first read), the same with
+that first read, and the full MLP trace (with and without the read) against its raw forward
+pass for scale. Times are the CPU time of the running thread (``time.thread_time``),
 so other processes on a shared machine do not count.
 
     python benchmarks/fixed_cost.py [--repeat 300]
@@ -23,7 +24,7 @@ import torchlens as tl
 from torchlens.analysis.table import format_table
 from torchlens.capture.session import capture_forward
 
-from overhead import MLP
+from overhead import MLP, read
 
 
 class Hollow(MLP):
@@ -53,9 +54,12 @@ def main() -> None:
     with torch.no_grad():
         rows = [
             ("fixed cost: capture of the hollow MLP", best_ms(lambda: capture_forward(hollow, (x,), {}), args.repeat)),
-            ("fixed cost + grouping: tl.trace of the hollow MLP", best_ms(lambda: tl.trace(hollow, x), args.repeat)),
+            ("fixed cost: tl.trace of the hollow MLP", best_ms(lambda: tl.trace(hollow, x), args.repeat)),
+            ("fixed cost + grouping and records: tl.trace of the hollow MLP, first read",
+             best_ms(lambda: read(tl.trace(hollow, x)), args.repeat)),
             ("MLP 4x256, batch 32: raw forward", best_ms(lambda: mlp(x), args.repeat)),
             ("MLP 4x256, batch 32: tl.trace", best_ms(lambda: tl.trace(mlp, x), args.repeat)),
+            ("MLP 4x256, batch 32: tl.trace, first read", best_ms(lambda: read(tl.trace(mlp, x)), args.repeat)),
         ]
     print(format_table(["what", "ms"], [[name, f"{ms:.3f}"] for name, ms in rows]))
 

@@ -56,6 +56,17 @@ def test_save_none_holds_no_tensor_after_trace_returns():
     assert "memory: 0 B held; 0 of" in str(trace)
 
 
+def test_save_none_holds_no_tensor_before_its_records_are_first_read():
+    from torchlens.api import trace as unread_trace  # without the test-wide check, which reads every record
+
+    torch.manual_seed(0)
+    model = Stash().train()
+    trace = unread_trace(model, torch.randn(3, 4), capture=CaptureOptions(save="none"))
+    gc.collect()
+    assert trace._later is not None and model.refs and all(ref() is None for ref in model.refs)
+    assert trace.nbytes == 0 and trace._later is None
+
+
 def test_unsaved_ops_keep_their_metadata():
     full, (_, none) = full_trace(), stash_trace("none")
     assert [op.label for op in none.ops] == [op.label for op in full.ops]

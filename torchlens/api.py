@@ -64,20 +64,30 @@ def trace(
 def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: Mapping[str, Any],
          params: Optional[Mapping[str, tuple[tuple[int, ...], Any]]] = None, backend: str = TORCH.name) -> Trace:
     """Group a raw capture of ``model`` into its :class:`Trace`; ``params`` (address -> shape
-    and dtype) defaults to the parameters of a torch ``model``."""
-    layers, ops, modules, buffers = group(raw)
+    and dtype) defaults to the parameters of a torch ``model``.
+
+    What the model is now (its parameters' shapes, the keyword arguments) is read here; the
+    grouping and the records are built when the trace is first read (:meth:`Trace.later`),
+    from the parts of ``raw`` they need (not the model's return value, which the output ops
+    hold when they are saved)."""
     if params is None:
         params = {name: (tuple(p.shape), p.dtype) for name, p in named_tensors(model, "_parameters")}
-    return Trace(
-        tuple(layers), Ops(ops), modules,
-        {name: Param(name, shape, dtype, name.rpartition(".")[0] or "self") for name, (shape, dtype) in params.items()},
-        tuple(layer.layer_label for layer in layers if layer.is_input),
-        tuple(layer.layer_label for layer in layers if layer.is_output),
-        TraceOptions(options, GROUPING_POLICIES[raw.detector], backend),
-        buffers=buffers,
-        _state=raw.state,
-        containers=ContainerRecords.bind(raw.containers, ops, model, forward_kwargs),
-    )
+    kept = replace(raw, output=None, selected=[])
+    kwargs = dict(forward_kwargs)
+
+    def build() -> dict[str, Any]:
+        layers, ops, modules, buffers = group(kept)
+        return {
+            "layers": tuple(layers), "ops": Ops(ops), "modules": modules,
+            "params": {name: Param(name, shape, dtype, name.rpartition(".")[0] or "self")
+                       for name, (shape, dtype) in params.items()},
+            "input_layers": tuple(layer.layer_label for layer in layers if layer.is_input),
+            "output_layers": tuple(layer.layer_label for layer in layers if layer.is_output),
+            "buffers": buffers,
+            "containers": ContainerRecords.bind(kept.containers, ops, model, kwargs),
+        }
+
+    return Trace.later(build, TraceOptions(options, GROUPING_POLICIES[raw.detector], backend), raw.state)
 
 
 def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: Any,

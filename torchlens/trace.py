@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Union
 
 from torchlens.analysis.explain import explain_trace
 from torchlens.capture.containers import Role
@@ -29,6 +30,10 @@ class Trace:
     ``trace[key]`` takes a layer label (``linear_1``), a pass label (``linear_1:2``), a module
     address (``blocks.0``), a module call (``blocks.0:2``) or a buffer version
     (``bn.running_mean:2``). Iterating a trace, and ``len(trace)``, go over its layers.
+
+    A trace ``tl.trace`` returns builds its records (layers, ops, modules, params, buffers,
+    containers) from the raw capture when one of them is first read (:meth:`later`): once, under
+    a lock, so every reader sees the same objects; after that they are plain fields.
     """
 
     #: Layers in order of first execution, inputs first and outputs last.
@@ -56,19 +61,38 @@ class Trace:
     prediction: Any = field(default=None, repr=False)
     #: Key -> record for ``trace[key]``, filled at construction (never passed in).
     _index: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    #: Until the records are first read, how to build them (:class:`_Later`); ``None`` after.
+    _later: Optional["_Later"] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("modules", "params", "buffers"):  # read-only views: a trace never changes
-            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
-        index = self._index
-        index.update((layer.layer_label, layer) for layer in self.layers)
-        index.update((op.label, op) for op in self.ops)
-        for module in self.modules.values():
-            index.setdefault(module.address, module)
-            index.update((call.label, call) for call in module.calls)
-        for buffer in self.buffers.values():
-            index.update((f"{buffer.address}:{version.version}", op) for op in buffer.versions
-                         if (version := op.buffer) is not None)
+        _finish(self)
+
+    @classmethod
+    def later(cls, build: Callable[[], dict[str, Any]], options: TraceOptions, state: Any) -> "Trace":
+        """A trace whose records ``build()`` returns (a mapping of the fields ``layers``, ``ops``,
+        ``modules``, ``params``, ``input_layers``, ``output_layers``, ``buffers``, ``containers``
+        to the values the constructor takes), called when one of them is first read."""
+        trace = object.__new__(cls)
+        for name, value in (("options", options), ("_state", state), ("prediction", None),
+                            ("_later", _Later(build))):
+            object.__setattr__(trace, name, value)
+        return trace
+
+    if not TYPE_CHECKING:  # for type checkers the fields are plain fields
+        def __getattr__(self, name: str) -> Any:
+            """A record not built yet (:meth:`later`): build them all, once, and read it."""
+            later = object.__getattribute__(self, "_later") if name in _BUILT_LATER else None
+            if later is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            with later.lock:
+                if object.__getattribute__(self, "_later") is later:  # no other reader built them meanwhile
+                    records = later.build()
+                    for key, value in records.items():
+                        object.__setattr__(self, key, value)
+                    object.__setattr__(self, "_index", {})
+                    _finish(self)
+                    object.__setattr__(self, "_later", None)
+            return object.__getattribute__(self, name)
 
     def __getitem__(self, key: str) -> Union[Layer, Op, Module, ModuleCall]:
         try:
@@ -266,6 +290,35 @@ class Trace:
                 _require(op.label in by_label[parent].children, f"{parent} -> {op.label} is one-sided")
             for child in op.children:
                 _require(op.label in by_label[child].parents, f"{op.label} -> {child} is one-sided")
+
+
+class _Later:
+    """How a trace's records are built on first read, and the lock that makes it once."""
+
+    __slots__ = ("build", "lock")
+
+    def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
+        self.build, self.lock = build, threading.Lock()
+
+
+#: The fields :meth:`Trace.later` builds on first read.
+_BUILT_LATER = frozenset({"layers", "ops", "modules", "params", "input_layers", "output_layers", "buffers",
+                          "containers", "_index"})
+
+
+def _finish(trace: Trace) -> None:
+    """Make the mappings read-only views (a trace never changes) and fill ``trace[key]``'s index."""
+    for name in ("modules", "params", "buffers"):
+        object.__setattr__(trace, name, MappingProxyType(dict(getattr(trace, name))))
+    index = trace._index
+    index.update((layer.layer_label, layer) for layer in trace.layers)
+    index.update((op.label, op) for op in trace.ops)
+    for module in trace.modules.values():
+        index.setdefault(module.address, module)
+        index.update((call.label, call) for call in module.calls)
+    for buffer in trace.buffers.values():
+        index.update((f"{buffer.address}:{version.version}", op) for op in buffer.versions
+                     if (version := op.buffer) is not None)
 
 
 def _require(condition: bool, message: str) -> None:
