@@ -53,8 +53,8 @@ from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
-from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER, MAX_UNROLL,
-                         MIRROR, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
+from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER,
+                         LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
                          UNPACK, WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
@@ -284,6 +284,9 @@ class Interpreter:
         self.steps = 0
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
+        #: id(live dict or list) -> (it, the run's own copy of it): made when the code first
+        #: writes into it, read from then on (a cache filled in forward); the live one is untouched.
+        self.views: dict[int, tuple[Any, Value]] = {}
         self._keep: list[Any] = []
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
@@ -351,9 +354,42 @@ class Interpreter:
         held = self.held.get(id(obj))
         if held is not None and held[0] is obj:
             return held[1]
+        if self.views and id(obj) in self.views:
+            return self.viewed(Known(obj))
         if isinstance(obj, self.host.tensor_type):
             return Tensor(obj, self.host.stand_in(obj))
         return Known(obj)
+
+    def viewed(self, value: Value) -> Value:
+        """``value``, or the run's copy of it when it is a live container the code wrote into."""
+        if self.views and type(value) is Known:
+            entry = self.views.get(id(value.obj))
+            if entry is not None and entry[0] is value.obj:
+                return entry[1]
+        return value
+
+    def written(self, target: Known, method: str = "") -> Optional[Value]:
+        """The run's copy of the live object ``target`` that the code writes into, by calling
+        ``method`` (empty: an item written or deleted): a dict or list is copied on the first
+        write and the copy is read from then on, so the first call that fills a cache and the
+        calls that find it filled are both followed. A gap when the write is not modelled
+        (another kind of object or method: ``None``) or the data decides whether it happens."""
+        obj = target.obj
+        kind = type(obj).__name__
+        what = f"{kind}.{method} of a live {kind}" if method else f"an item write into a live {kind}"
+        modelled = LIVE_CONTAINERS.get(type(obj))
+        if modelled is None or method and method not in modelled:
+            self.gap(f"{what}{self.where()} is not modelled: what reads it later is not predicted")
+            return None
+        view = self.viewed(target)
+        if view is target:
+            view = Seq([self.wrap(v) for v in obj], list) if isinstance(obj, list) else \
+                Dict({k: self.wrap(v) for k, v in obj.items()}, type(obj))
+            self.views[id(obj)] = (obj, view)
+        if self.mult.exact != 1:
+            self.gap(f"{what}{self.where()} under {self.mult.note or 'a branch the prediction cannot decide'}: "
+                     "what reads it later is not predicted")
+        return view
 
     # -- chains and events -------------------------------------------------------------------
 
@@ -854,10 +890,10 @@ class Interpreter:
         if frame is None:
             return Opaque(f"name {name}")
         if name in frame.locals:
-            return frame.locals[name]
+            return self.viewed(frame.locals[name]) if self.views else frame.locals[name]
         for scope in frame.enclosing:
             if name in scope:
-                return scope[name]
+                return self.viewed(scope[name]) if self.views else scope[name]
         if name in frame.globals:
             return self.wrap(frame.globals[name])
         builtins_ = frame.globals.get("__builtins__", builtins)
@@ -977,7 +1013,14 @@ class Interpreter:
         if isinstance(value, Tensor):
             return self.tensor_attribute(value, name, node)
         if isinstance(value, Known):
-            return self.known_attribute(value.obj, name, node)
+            if type(value.obj) in LIVE_CONTAINERS or self.views:
+                value = self.viewed(value)
+                if isinstance(value, Known) and name in MUTATORS:  # the first write into a live dict or list
+                    view = self.written(value, name)
+                    return Opaque(f"{name} of a live {type(value.obj).__name__}") if view is None else \
+                        Bound(Known(PyMethod(name)), view)
+            if isinstance(value, Known):
+                return self.known_attribute(value.obj, name, node)
         if isinstance(value, Instance):
             return self.instance_attribute(value, name, node)
         fields = getattr(value.kind, "_fields", ()) if isinstance(value, Seq) else ()
@@ -1202,7 +1245,7 @@ class Interpreter:
                 return Opaque("identity of unknown values", Nature.NUMBER)
             return Known(same if isinstance(op, ast.Is) else not same)
         if isinstance(op, (ast.In, ast.NotIn)):
-            found = contains(right, left)
+            found = contains(self.viewed(right), left)
             if found is None:
                 return Opaque("membership of unknown values", Nature.NUMBER)
             return Known(found if isinstance(op, ast.In) else not found)
@@ -1264,6 +1307,7 @@ class Interpreter:
             return self.call(self.wrap(member), [value, index], {}) if kind is Member.METHOD else Tensor()
         if isinstance(value, Union):
             return join([self.subscript(v, index, node) for v in value.options])
+        value = self.viewed(value)
         key = index.obj if isinstance(index, Known) else None
         if isinstance(value, TensorTuple):
             if isinstance(key, int) and key >= 0:
@@ -1516,6 +1560,22 @@ class Interpreter:
         for target in node.targets:
             if isinstance(target, ast.Name) and frame is not None:
                 frame.locals.pop(target.id, None)
+            elif isinstance(target, ast.Subscript):
+                self.delete_item(self.eval(target.value), self.eval(target.slice))
+
+    def delete_item(self, container: Value, index: Value) -> None:
+        """``del container[index]`` of a dict or list the code built or writes into."""
+        if isinstance(container, Known):
+            view = self.written(container)
+            if view is not None:
+                self.delete_item(view, index)
+        elif isinstance(container, Dict):
+            container.items.pop(index.obj if isinstance(index, Known) else object(), None)
+        elif isinstance(container, Seq) and isinstance(index, Known) and isinstance(index.obj, (int, slice)):
+            try:
+                del container.items[index.obj]
+            except IndexError:  # Python raises here: the run goes on as if it had not
+                pass
 
     def exec_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -1612,6 +1672,10 @@ class Interpreter:
             if kind is Member.METHOD:
                 self.at_node(node, SUBSCR_STORE)
                 self.call(self.wrap(member), [container, index, value], {})
+        elif isinstance(container, Known):
+            view = self.written(container)
+            if view is not None:
+                self.store_item(view, index, value, node)
         elif isinstance(container, Dict):
             container.items[index.obj if isinstance(index, Known) else object()] = value
         elif isinstance(container, Seq) and isinstance(index, Known) and isinstance(index.obj, int):
@@ -2051,6 +2115,9 @@ class Interpreter:
                 return items.pop(key, default) if isinstance(first, Known) else Opaque("pop")
             if name == "setdefault":
                 return items.setdefault(key, args[1] if len(args) > 1 else NONE)
+            if name == "clear":
+                items.clear()
+                return NONE
             if name == "update":
                 other = first if isinstance(first, Dict) else Dict()
                 items.update(other.items)
@@ -2085,6 +2152,10 @@ class Interpreter:
                 return receiver.items.pop(key if isinstance(key, int) else -1)
             if name == "copy":
                 return Seq(list(receiver.items), receiver.kind)
+            if name == "clear":
+                receiver.items.clear()
+                receiver.unsure = ""
+                return NONE
             if name == "sort" and not receiver.unsure:
                 sort_in_place(self, receiver, kwargs)
                 return NONE

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import operator
 import types
 from typing import Any, Callable
 
 __all__ = ["BINOPS", "CONCRETE", "COMPARE", "MIRROR", "UNARY", "PLAIN", "BINARY", "SUBSCR_LOAD",
            "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "WITH_ENTER", "MAX_UNROLL",
-           "NUMERIC", "is_pure", "class_attr", "hashable", "keep"]
+           "NUMERIC", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr", "hashable", "keep"]
 
 BINOPS: dict[type, str] = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.MatMult: "matmul", ast.Div: "truediv",
@@ -68,9 +69,15 @@ NUMERIC = frozenset({builtins.len, builtins.int, builtins.float, builtins.bool, 
                      builtins.hash, builtins.repr, builtins.str, builtins.format})
 PURE_MODULES = ("math", "operator", "_operator")
 #: Methods of concrete builtin values that mutate them.
-_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
                        "add", "discard", "sort", "reverse", "popitem", "__setitem__", "__delitem__",
                        "write", "send", "close"})
+#: Live containers the prediction copies on the code's first write into one (see
+#: ``Interpreter.written``), with the mutating methods it models on its copy.
+LIVE_CONTAINERS: dict[type, frozenset] = {
+    dict: frozenset({"setdefault", "update", "pop", "clear"}),
+    collections.OrderedDict: frozenset({"setdefault", "update", "pop", "clear"}),
+    list: frozenset({"append", "extend", "insert", "pop", "clear", "sort", "reverse"})}
 _PLAIN_RECEIVERS = (str, bytes, int, float, complex, tuple, frozenset, range, dict, list, set, type(None))
 
 
@@ -82,7 +89,7 @@ def is_pure(fn: Any) -> bool:
         return True
     receiver = getattr(fn, "__self__", None)
     if isinstance(fn, types.BuiltinMethodType) and isinstance(receiver, _PLAIN_RECEIVERS):
-        return fn.__name__ not in _MUTATORS
+        return fn.__name__ not in MUTATORS
     return False
 
 

@@ -35,6 +35,9 @@ REPORTED = {
     "Lost": "cannot be read (no Python source)",
     "ModuleInForward": f"ReLU built while the model runs at {line_of(H.ModuleInForward, 'nn.ReLU()')}",
     "ExecBranch": "branchy: no source for '<string>'",
+    "CacheUnderBranch": f"an item write into a live dict at {line_of(H.CacheUnderBranch, 'self.cache[')} in "
+                        "CacheUnderBranch.forward under a branch "
+                        "the prediction cannot decide: what reads it later is not predicted",
     "Cached": f"mask is cached (functools.lru_cache) at {line_of(H.Cached, 'self.mask(4)')}",
 }
 if sys.version_info < (3, 11):
@@ -64,7 +67,8 @@ def test_exact_where_it_says_nothing():
     RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors,
     next of iterators the code made."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
-             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts"]
+             "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
+             "LiveCaches"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -80,6 +84,24 @@ def test_while_true_with_a_data_dependent_break_predicts_n_passes():
     pred = tl.predict(model, *inputs)
     assert str(pred["mul_1"].count) == "N" and pred["mul_1"].num_passes is None
     assert "break the prediction cannot decide" in pred["mul_1"].passes_note
+
+
+def test_caches_filled_in_forward_are_followed_on_a_copy_both_empty_and_filled():
+    """A dict or list of the live model that forward writes into (timm's attention-bias cache,
+    a class-level table shared by instances) is copied on the first write: the prediction
+    follows the call that fills it and the calls that find it filled, and never changes it."""
+    H.BiasTable.table.clear()
+    model, x = H.LiveCaches(), torch.randn(3, 4)
+    counts = []
+    for _ in range(2):  # empty caches, then the ones the trace filled
+        live = (dict(model.first.cache), dict(H.BiasTable.table), list(model.seen), dict(model.named))
+        pred = tl.predict(model, x)
+        assert (model.first.cache, H.BiasTable.table, model.seen, model.named) == live
+        report = tl.trace(model, x).check_prediction(pred)
+        assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+        counts.append(sum(layer.func_name in ("mul", "ones") for layer in pred.layers))
+    assert counts == [6, 3]  # bias * 2 once per instance and ones once (the shared table): then read back
+    assert model.first.cache and H.BiasTable.table and model.named
 
 
 def test_a_list_changed_under_an_undecided_branch_is_not_unrolled():

@@ -470,12 +470,72 @@ class Cached(nn.Module):
         return x @ self.mask(4)
 
 
+class BiasTable(nn.Module):
+    """A cache keyed by device in a dict attribute, filled in forward (timm's attention biases),
+    and a class-level table shared by every instance."""
+
+    table: dict = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(4))
+        self.cache: dict = {}
+
+    def biases(self, device):
+        key = str(device)
+        if key not in self.cache:
+            self.cache[key] = self.bias * 2
+        return self.cache[key]
+
+    def shared(self, x):
+        if len(x) not in BiasTable.table:
+            BiasTable.table[len(x)] = torch.ones(len(x), 1)
+        return BiasTable.table[len(x)]
+
+    def forward(self, x):
+        return x + self.biases(x.device) + self.biases(x.device) * self.shared(x)
+
+
+class LiveCaches(nn.Module):
+    """Two instances of one class share its class-level table: the first fills it, the second
+    reads it; a live list is appended to, popped and read back; a dict's setdefault."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.second = BiasTable(), BiasTable()
+        self.seen: list = []
+        self.named: dict = {}
+
+    def forward(self, x):
+        y = self.second(self.first(x))
+        self.seen.append(y.tanh())
+        last = self.seen.pop()
+        self.named["scratch"] = y
+        del self.named["scratch"]
+        out = self.named.setdefault("y", last * 3) + len(self.seen)
+        return out.relu() if "scratch" in self.named else out
+
+
+class CacheUnderBranch(nn.Module):
+    """A write into a live dict that the data decides: what reads it later is not known."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict = {}
+
+    def forward(self, x):
+        if x.sum() > 0:
+            self.cache["k"] = x.tanh()
+        return self.cache["k"] * 2 if "k" in self.cache else x.relu()
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
-             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts]
+             SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
+             LiveCaches, CacheUnderBranch]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
