@@ -1195,16 +1195,21 @@ class Interpreter:
         if isinstance(left, Known) and isinstance(right, Known) and op in ("eq", "ne") \
                 and _by_identity(left.obj) and _by_identity(right.obj):
             return Known((left.obj is right.obj) == (op == "eq"))
-        if isinstance(left, Seq) and isinstance(right, Seq) and op == "add":
-            return Seq(left.items + right.items, left.kind)
+        if op == "add" and (isinstance(left, Seq) or isinstance(right, Seq)):
+            joined = _concatenated(left, right)
+            if joined is not None:
+                return joined
         if isinstance(left, Seq) and isinstance(right, Known) and op == "mul" and isinstance(right.obj, int):
             return Seq(left.items * right.obj, left.kind)
-        numberish = all(isinstance(v, Known) or (isinstance(v, Opaque) and v.kind is Nature.NUMBER)
-                        for v in (left, right))
-        lost = next((v for v in (left, right) if isinstance(v, Opaque) and v.kind is Nature.ANY), None)
+        where = self.where(node)
+        lost = next((k for k, v in enumerate((left, right)) if isinstance(v, Opaque) and v.kind is Nature.ANY), None)
         if lost is not None:  # may be a tensor: an op the prediction cannot place
-            self.gap(f"{op} of a value the prediction lost track of ({lost.why}){self.where(node)}")
-        return Opaque(f"{op} of unknown values", Nature.NUMBER if numberish else Nature.ANY)
+            operand = _operands(node)[lost]
+            named = f" {source_text(operand)}," if operand is not None else ""
+            self.gap(f"{op} of{named} a value the prediction lost track of "
+                     f"({cast(Opaque, (left, right)[lost]).why}){where}")
+        numberish = _numberish(left) and _numberish(right)
+        return Opaque(f"{op} of unknown values{where}", Nature.NUMBER if numberish else Nature.ANY)
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
         if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
@@ -2420,6 +2425,47 @@ def _delegation_place(code: CodeType, node: ast.YieldFrom) -> Optional[Place]:
         elif line == node.lineno:
             return instruction_place(code, instr.offset)
     return None
+
+
+def _numberish(value: Value) -> bool:
+    """Whether ``value`` is certainly not a tensor (an operator on it runs no op)."""
+    if isinstance(value, Union):
+        return all(_numberish(v) for v in value.options)
+    return isinstance(value, Known) or isinstance(value, Opaque) and value.kind is Nature.NUMBER
+
+
+def _concatenated(left: Value, right: Value) -> Optional[Value]:
+    """``left + right`` where one is a tuple or list the code built and the other one it built
+    or read (a shape): for real when both are fully known, else item by item (a named tuple's
+    ``+`` gives a plain tuple); ``None`` when it is not that."""
+    def listed(value: Value) -> Value:
+        if isinstance(value, Known) and isinstance(value.obj, (tuple, list)):
+            return Seq([Known(v) for v in value.obj], tuple if isinstance(value.obj, tuple) else list)
+        return value
+
+    seq_left, seq_right = listed(left), listed(right)
+    if not (isinstance(seq_left, Seq) and isinstance(seq_right, Seq)):
+        return None
+    ok_left, plain_left = concrete(left)
+    ok_right, plain_right = concrete(right)
+    if ok_left and ok_right:
+        try:
+            return Known(plain_left + plain_right)
+        except TypeError:  # the program raises here
+            return None
+    kind = seq_left.kind if seq_left.kind in (tuple, list) else tuple if issubclass(seq_left.kind, tuple) else list
+    return Seq(seq_left.items + seq_right.items, kind, seq_left.unsure or seq_right.unsure)
+
+
+def _operands(node: Optional[ast.AST]) -> tuple[Optional[ast.AST], Optional[ast.AST]]:
+    """The left and right operand expressions of an operator's node, where it has them."""
+    if isinstance(node, ast.BinOp):
+        return node.left, node.right
+    if isinstance(node, ast.AugAssign):
+        return node.target, node.value
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return node.left, node.comparators[0]
+    return None, None
 
 
 def _by_identity(obj: Any) -> bool:

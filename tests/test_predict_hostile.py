@@ -38,6 +38,8 @@ REPORTED = {
     "CacheUnderBranch": f"an item write into a live dict at {line_of(H.CacheUnderBranch, 'self.cache[')} in "
                         "CacheUnderBranch.forward under a branch "
                         "the prediction cannot decide: what reads it later is not predicted",
+    "LostFlag": f"or of _opaque(x > 0), a value the prediction lost track of (Opaque cannot be read (no Python "
+                f"source)) at {line_of(H.LostFlag, '_opaque(x > 0) |')} in LostFlag.forward",
     "Cached": f"mask is cached (functools.lru_cache) at {line_of(H.Cached, 'self.mask(4)')}",
 }
 if sys.version_info < (3, 11):
@@ -68,7 +70,7 @@ def test_exact_where_it_says_nothing():
     next of iterators the code made."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
-             "LiveCaches"]
+             "LiveCaches", "FlagsAndShapes"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

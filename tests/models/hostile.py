@@ -529,13 +529,46 @@ class CacheUnderBranch(nn.Module):
         return self.cache["k"] * 2 if "k" in self.cache else x.relu()
 
 
+class _Missing:
+    """A stand-in for a backend the build lacks (torch's ``_dummy_type``): building one raises."""
+
+    def __new__(cls):
+        raise RuntimeError("not built")
+
+
+def _capturing():
+    try:
+        return _Missing()
+    except Exception:
+        return False
+
+
+class FlagsAndShapes(nn.Module):
+    """transformers' ``is_tracing`` (an ``or`` of flags, one from a ``try`` the prediction cannot
+    decide, then ``|=``) and GPT-2's output shape, a tuple built with ``+`` around a shape."""
+
+    def forward(self, x):
+        tracing = _capturing() or _capturing()
+        tracing |= x.dim() > 5
+        shape = (-1,) + x.shape[1:] + (x.size(-1),)
+        return x.unsqueeze(-1).expand(*x.shape, x.size(-1)).reshape(shape), tracing
+
+
+class LostFlag(nn.Module):
+    """An ``or`` with a value the prediction lost track of (it may be a tensor)."""
+
+    def forward(self, x):
+        flag = _opaque(x > 0) | (x.dim() > 5)
+        return x.relu(), flag
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
-             LiveCaches, CacheUnderBranch]
+             LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
