@@ -108,6 +108,11 @@ class Host:
         """A live module's address in the model (``self`` for the root)."""
         return None
 
+    def named_count(self) -> Optional[int]:
+        """How many distinct modules the live model has as a forward starts (the capture numbers
+        a module outside them after them: ``<ReLU#k>``), or ``None`` (prediction from a class)."""
+        return None
+
     def module_forward(self, obj: Any) -> Any:
         """The callable a module call runs (its bound ``forward``)."""
         raise NotImplementedError
@@ -140,6 +145,7 @@ class Host:
         """Why a library function is not followed (its ops are a gap), or ``None``."""
         return None
 
-    def skip_function(self, fn: Any) -> bool:
-        """Whether a Python function is plumbing the prediction need not read (returns ``None``)."""
+    def skip_function(self, fn: Any, running: bool = False) -> bool:
+        """Whether a Python function is plumbing the prediction need not read (returns ``None``);
+        ``running``: the model is running (its ops are recorded), not a class's ``__init__`` read."""
         return False

@@ -287,6 +287,9 @@ class Interpreter:
         #: id(live dict or list) -> (it, the run's own copy of it): made when the code first
         #: writes into it, read from then on (a cache filled in forward); the live one is untouched.
         self.views: dict[int, tuple[Any, Value]] = {}
+        #: id(module) -> (it, ``<Cls#k>``): modules outside the model's named ones (built in forward),
+        #: numbered by first call after them, as the capture numbers them.
+        self.unnamed: dict[int, tuple[Any, str]] = {}
         self._keep: list[Any] = []
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
@@ -451,7 +454,7 @@ class Interpreter:
         if isinstance(fn, Partial):
             return self.call(fn.func, [*fn.args, *args], {**fn.kwargs, **kwargs})
         if isinstance(fn, Instance):
-            if fn.address is not None:
+            if self.instance_address(fn) is not None:
                 return self.module_call_instance(fn, list(args), kwargs)
             call = class_attr(fn.cls, "__call__")
             if call is not None:
@@ -584,7 +587,7 @@ class Interpreter:
             module, rest = args[0], args[1:]
             if isinstance(module, Known):
                 return self.module_call(module.obj, rest, kwargs, override=False)
-            if isinstance(module, Instance) and module.address is not None:
+            if isinstance(module, Instance) and self.instance_address(module) is not None:
                 return self.module_call_instance(module, rest, kwargs)
         if kind is Intrinsic.APPLY and args and isinstance(args[0], Known):  # Function.apply: forward from C
             forward = getattr(args[0].obj, "forward", None)
@@ -632,7 +635,7 @@ class Interpreter:
         boundary = host.boundary_op(module)
         if boundary is not None:
             return self.call_op(boundary, module, args)
-        address = host.module_address(module)
+        address = host.module_address(module) or self.unnamed_address(module, type(module))
         if address is None:
             return self.opaque_call(module, args, kwargs, f"{_name(module)} is not part of the model")
         pre_hooks, hooks = host.module_hooks(module)
@@ -650,6 +653,31 @@ class Interpreter:
             if not (isinstance(result, Known) and result.obj is None):
                 out = result
         return out
+
+    def unnamed_address(self, module: Any, cls: type) -> Optional[str]:
+        """The address the capture gives a module called outside the model's named modules (one
+        built in forward, or held outside ``_modules``): ``<Cls#k>``, ``k`` counting the model's
+        modules, then such modules by first call; ``None`` when predicting from a class."""
+        entry = self.unnamed.get(id(module))
+        if entry is not None:
+            return entry[1]
+        base = self.host.named_count()
+        if base is None:
+            return None
+        address = f"<{cls.__name__}#{base + len(self.unnamed)}>"
+        self.unnamed[id(module)] = (module, address)
+        if self.mult.exact != 1:
+            self.note(f"{address}, a {cls.__name__} outside the model's modules, is first called{self.where()} "
+                      f"under {self.mult.note or 'a branch the prediction cannot decide'}: the capture numbers such "
+                      "modules by first call, so its number and the later ones' are not predicted")
+        return address
+
+    def instance_address(self, module: Instance) -> Optional[str]:
+        """A module object's address: given by its parent when the run read the model's
+        ``__init__``, else (built while the model runs) as the capture numbers it on its first call."""
+        if module.address is None and self.recording and self.host.is_module_class(module.cls):
+            module.address = self.unnamed_address(module, module.cls)
+        return module.address
 
     def run_hook(self, address: str, hook: Any, args: list[Value]) -> Value:
         self.stack.append(HookMark(address))
@@ -672,6 +700,7 @@ class Interpreter:
     def construct(self, cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """``cls(...)``: an object built by reading ``__init__`` (a module when reading a class,
         or a plain Python object such as a cache made inside forward), else opaque."""
+        running = self.recording and any(isinstance(e, Frame) for e in self.stack)  # not the model's __init__
         if not self.host.is_module_class(cls):
             init = class_attr(cls, "__init__")
             if is_named_tuple(cls):
@@ -679,6 +708,8 @@ class Interpreter:
                     return build_named_tuple(self, cls, args, kwargs)
                 if isinstance(cls.__new__, types.FunctionType):  # its own __new__ (PackedSequence)
                     return self.call(self.wrap(cls.__new__), [Known(cls), *args], kwargs)
+            if running and issubclass(cls, self.host.tensor_type) and isinstance(cls.__new__, types.FunctionType):
+                return self.call(self.wrap(cls.__new__), [Known(cls), *args], kwargs)  # nn.Parameter(t)
             if cls.__new__ is object.__new__ and dataclasses.is_dataclass(cls) and generated(init):
                 return build_dataclass(self, cls, args, kwargs)
             if cls.__new__ is object.__new__ and isinstance(init, types.FunctionType):
@@ -694,9 +725,10 @@ class Interpreter:
                     may_hold_tensor(v) for v in (*args, *kwargs.values())):
                 return Opaque(made.why, Nature.NUMBER)  # an object that neither is nor holds a tensor
             return made
-        if self.recording and any(isinstance(e, Frame) for e in self.stack):  # not the model's __init__
+        if running and self.host.named_count() is None:
             why = (f"{cls.__qualname__} built while the model runs{self.where()}: a module made in forward is "
-                   "not part of the model; its construction and calls are not predicted (build it in __init__)")
+                   "not part of the model; predicted from its class, its construction and calls are not predicted "
+                   "(build it in __init__, or predict a built model)")
             self.gap(why)
             return Opaque(f"{cls.__qualname__} built in forward{self.where()}")
         instance = Instance(cls)
@@ -706,7 +738,7 @@ class Interpreter:
             return instance
         init = class_attr(cls, "__init__")
         if isinstance(init, types.FunctionType) and self.host.is_module_class(init_owner(cls, init)):
-            saved, self.recording = self.recording, False
+            saved, self.recording = self.recording, running  # built in forward: its initialisers' ops run
             try:
                 self.run_live_function(init, [instance, *args], kwargs)
             finally:
@@ -740,7 +772,7 @@ class Interpreter:
 
     def run_live_function(self, fn: types.FunctionType, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Interpret a live Python function from its source (opaque if there is none)."""
-        if self.host.skip_function(fn):
+        if self.host.skip_function(fn, self.recording):
             return NONE
         unfollowed = self.host.unfollowed(fn)
         if unfollowed is not None:

@@ -33,7 +33,8 @@ REPORTED = {
     "BigWhile": f"while at {line_of(H.BigWhile, 'while ')} in BigWhile.forward ran past 10,000 passes",
     "Recurse": "recursion deeper than 24 calls",
     "Lost": "cannot be read (no Python source)",
-    "ModuleInForward": f"ReLU built while the model runs at {line_of(H.ModuleInForward, 'nn.ReLU()')}",
+    "ModuleInBranch": f"<Tanh#1>, a Tanh outside the model's modules, is first called at "
+                      f"{line_of(H.ModuleInBranch, 'nn.Tanh()')} in ModuleInBranch.forward under a branch",
     "ExecBranch": "branchy: no source for '<string>'",
     "CacheUnderBranch": f"an item write into a live dict at {line_of(H.CacheUnderBranch, 'self.cache[')} in "
                         "CacheUnderBranch.forward under a branch "
@@ -70,7 +71,7 @@ def test_exact_where_it_says_nothing():
     next of iterators the code made."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
-             "LiveCaches", "FlagsAndShapes"]
+             "LiveCaches", "FlagsAndShapes", "ModuleInForward"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -104,6 +105,13 @@ def test_caches_filled_in_forward_are_followed_on_a_copy_both_empty_and_filled()
         counts.append(sum(layer.func_name in ("mul", "ones") for layer in pred.layers))
     assert counts == [6, 3]  # bias * 2 once per instance and ones once (the shared table): then read back
     assert model.first.cache and H.BiasTable.table and model.named
+
+
+def test_a_module_built_in_forward_predicted_from_its_class_is_a_gap():
+    """From a class there is no live model to count modules in: the capture's ``<Cls#k>`` is unknown."""
+    why = " ".join(g.why for g in tl.predict(H.ModuleInForward).gaps)
+    assert f"ReLU built while the model runs at {line_of(H.ModuleInForward, 'nn.ReLU()')}" in why
+    assert "predicted from its class" in why
 
 
 def test_a_list_changed_under_an_undecided_branch_is_not_unrolled():

@@ -23,8 +23,9 @@ import torch
 from torch import nn
 
 from torchlens.analysis.host import Host, Intrinsic, Member
+from torchlens.capture.session import _CHECK_NAMES as CHECK_NAMES
 from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, TensorTuple, Value
-from torchlens.capture.funcs import HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
+from torchlens.capture.funcs import HIGHER_ORDER, OP, REFLECTED, TRANSPARENT, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
 
 __all__ = ["TorchHost", "FakeShapes"]
 
@@ -192,8 +193,13 @@ class TorchHost(Host):
             and fn not in self._transforms
 
     def dispatch_op(self, fn: Any) -> Optional[str]:
-        """As the capture's mode classifies what ``handle_torch_function`` hands it."""
+        """As the capture's mode classifies what ``handle_torch_function`` hands it. torch's own
+        Python is re-entered past its check, unless its module reads the check as an attribute
+        (``torch.overrides.has_torch_function_variadic`` in ``torch.nn.init``), which the capture
+        cannot make say no: that one dispatches again and is recorded as one op, by its name."""
         info = classify(fn)
+        if info.kind is TRANSPARENT and not any(name in getattr(fn, "__globals__", {}) for name in CHECK_NAMES):
+            return info.name
         return info.name if info.kind is OP else None
 
     def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
@@ -245,6 +251,9 @@ class TorchHost(Host):
     def module_address(self, obj: Any) -> Optional[str]:
         return self.addresses.get(id(obj))
 
+    def named_count(self) -> Optional[int]:
+        return len(self.addresses) if self._keep is not None else None
+
     def module_forward(self, obj: Any) -> Any:
         return obj.forward
 
@@ -273,6 +282,9 @@ class TorchHost(Host):
             return Known(False)
         if (fn.__module__ or "").startswith("torch.jit"):
             return Opaque(f"{fn.__qualname__}: TorchScript is not read")
+        if fn is _PARAMETER_NEW:  # Parameter(data): the tensor itself, as far as ops and shapes go
+            data = args[1] if len(args) > 1 else kwargs.get("data", Known(None))
+            return Tensor() if isinstance(data, Known) and data.obj is None else data
         if fn.__name__ in ("register_buffer", "register_parameter") and len(args) >= 2 \
                 and isinstance(args[0], Instance) and isinstance(args[1], Known):
             args[0].attrs[args[1].obj] = Tensor()
@@ -294,14 +306,16 @@ class TorchHost(Host):
             return f"torch's {name} (a higher-order op or compiler: it traces what it is given) is not followed"
         return None
 
-    def skip_function(self, fn: Any) -> bool:
-        """Construction-time plumbing not worth reading (``Module.__init__``, initialisers)."""
-        return fn is nn.Module.__init__ or fn.__module__ == "torch.nn.init" or fn.__name__ in (
-            "reset_parameters", "_reset_parameters")
+    def skip_function(self, fn: Any, running: bool = False) -> bool:
+        """Construction-time plumbing not worth reading (``Module.__init__``; initialisers when
+        reading a class's ``__init__``: while the model runs, their ops are recorded)."""
+        return fn is nn.Module.__init__ or not running and (fn.__module__ == "torch.nn.init" or fn.__name__ in (
+            "reset_parameters", "_reset_parameters"))
 
 
 #: ``nn.Module.__call__`` as torch defines it, and the C ``apply`` of custom autograd functions.
 _MODULE_CALL = nn.Module.__call__
+_PARAMETER_NEW = nn.Parameter.__new__
 _APPLY = vars(torch._C._FunctionBase)["apply"]
 #: functorch's unwrapping of dead wrappers: returns a live tensor as it is.
 _UNWRAP_IF_DEAD = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)

@@ -368,11 +368,32 @@ class Records(nn.Module):
 
 
 class ModuleInForward(nn.Module):
-    """Modules made while the model runs: not part of it (the capture names them ``<ReLU#2>``)."""
+    """Modules made while the model runs, outside its named modules: the capture numbers them
+    after those by first call (``<Linear#2>``); building a ``Linear`` runs its initialisers
+    (``empty``, ``kaiming_uniform_``), an ``nn.init`` call in forward runs one op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(4)
 
     def forward(self, x):
         self.helper = nn.ReLU()
-        return nn.Softmax(-1)(self.helper(x)).relu()
+        y = nn.Linear(4, 4)(x)
+        for _ in range(2):
+            y = nn.Tanh()(y)
+        w = torch.empty(4, 4)
+        nn.init.xavier_uniform_(w)
+        return nn.Softmax(-1)(self.helper(self.norm(y @ w))).relu()
+
+
+class ModuleInBranch(nn.Module):
+    """A module built and first called under a branch the data decides: the capture's numbers
+    of it and of the modules first called after it depend on whether it ran."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            x = nn.Tanh()(x)
+        return nn.ReLU()(x)
 
 
 _namespace: dict = {"torch": torch}
@@ -568,7 +589,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     plain = [EvalString, ExecString, GeneratorForward, ContextManagers, GeneratorsEverywhere, Match, MatchOnTensor, TryExcept, BigWhile, Recurse,
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
-             LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag]
+             LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
+             ModuleInBranch]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
