@@ -34,6 +34,9 @@ OP, TRANSPARENT, QUERY = FuncKind.OP, FuncKind.TRANSPARENT, FuncKind.QUERY
 VIEW_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 #: Reflected operators that torch implements in C and reports under the forward name
 #: (``0 + t`` reaches the mode as ``add``): the capture names them as this says.
+#: The names under which torch's modules read the torch-function check; the capture makes the
+#: next one say no in a module whose function it re-enters (one read as an attribute it cannot).
+CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
 REFLECTED = {"__radd__": "radd", "__rmul__": "rmul", "__rand__": "rand", "__ror__": "ror", "__rxor__": "rxor"}
 #: torch.func transforms recorded as single boundary ops: (module, attribute, op name).
 TRANSFORMS = (

@@ -60,8 +60,6 @@ _mode_at = torch._C._get_function_stack_at
 #: and ``enable_grad`` go through them): (owner, attribute).
 _MODE_SETTERS = ((torch, "set_autocast_enabled"), (torch, "set_autocast_dtype"), (torch._C, "_set_grad_enabled"),
                  (torch, "set_default_dtype"))
-#: torch's own Python callables whose checks dispatch to the mode.
-_CHECK_NAMES = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
 
 
 def _forward_lines() -> frozenset[int]:
@@ -216,7 +214,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             if module_name in self.bypassed or module_name not in sys.modules:
                 continue
             self.bypassed.add(module_name)
-            for name in _CHECK_NAMES:
+            for name in funcs.CHECK_NAMES:
                 if name in namespace:
                     self.patches.set(sys.modules[module_name], name, self._bypassing(namespace[name]))
 

@@ -23,9 +23,9 @@ import torch
 from torch import nn
 
 from torchlens.analysis.host import Host, Intrinsic, Member
-from torchlens.capture.session import _CHECK_NAMES as CHECK_NAMES
 from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, TensorTuple, Value
-from torchlens.capture.funcs import HIGHER_ORDER, OP, REFLECTED, TRANSPARENT, TRANSFORMS, VIEW_PROPERTIES, classify, op_name
+from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
+                                     classify, op_name)
 
 __all__ = ["TorchHost", "FakeShapes"]
 
