@@ -108,6 +108,10 @@ class Host:
         """A live module's address in the model (``self`` for the root)."""
         return None
 
+    def module_types(self) -> dict[str, str]:
+        """Address -> class name of each module of the live model (empty: prediction from a class)."""
+        return {}
+
     def named_count(self) -> Optional[int]:
         """How many distinct modules the live model has as a forward starts (the capture numbers
         a module outside them after them: ``<ReLU#k>``), or ``None`` (prediction from a class)."""

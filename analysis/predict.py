@@ -53,7 +53,7 @@ def predict_module(module: Any, *args: Any, host: Host, max_steps: Optional[int]
     forward = host.module_forward(module)
     values, kw, inputs = abstract_inputs(run, forward, args, kwargs, skip_self=False)
     return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False,
-                inputs=inputs)
+                inputs=inputs, module_types=host.module_types())
 
 
 def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_steps: Optional[int] = None,
@@ -70,7 +70,7 @@ def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_
     forward = class_attr(cls, "forward")
     values, kw, inputs = abstract_inputs(run, forward, args, kwargs, skip_self=True)
     return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False,
-                inputs=inputs)
+                inputs=inputs, module_types=_instance_types(instance))
 
 
 def predict_source(path: str, class_name: str, *args: Any, host: Host, **kwargs: Any) -> Prediction:
@@ -159,7 +159,7 @@ def mark_inputs(run: Interpreter, values: list[Value],
 
 
 def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True,
-         inputs: tuple[str, ...] = ()) -> Prediction:
+         inputs: tuple[str, ...] = (), module_types: Optional[dict[str, str]] = None) -> Prediction:
     if boundary:
         run.stack.append(Boundary("self"))
     stopped = ""
@@ -179,7 +179,23 @@ def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool
         gaps.append(Gap("self", (), stopped))
     pred = build_prediction(target, run.events, gaps, [*run.notes, *([stopped] if stopped else [])],
                             None if stopped else returned, inputs)
+    if module_types:
+        pred = replace(pred, module_types=module_types)
     return _open_cut_counts(pred, run.cut) if run.cut else pred
+
+
+def _instance_types(root: Instance) -> dict[str, str]:
+    """Address -> class name of each module built while reading ``__init__``."""
+    types: dict[str, str] = {}
+    todo = [root]
+    while todo:
+        instance = todo.pop()
+        if instance.address is None or instance.address in types:
+            continue
+        types[instance.address] = instance.cls.__name__
+        children = [*instance.attrs.values(), *(instance.items or {}).values()]
+        todo.extend(child for child in children if isinstance(child, Instance))
+    return types
 
 
 def _open_cut_counts(pred: Prediction, cut: set) -> Prediction:
@@ -189,4 +205,4 @@ def _open_cut_counts(pred: Prediction, cut: set) -> Prediction:
         replace(layer, count=Count(layer.count.lo, None, f"{layer.count.lo}+", note))
         if any(getattr(link, "code", None) in cut for link in layer.call_site or ()) else layer
         for layer in pred.layers)
-    return Prediction(pred.target, layers, pred.gaps, pred.notes, pred.inputs, pred.outputs)
+    return replace(pred, layers=layers)

@@ -118,8 +118,10 @@ class Prediction:
     #: ...), the label of the layer or input it is; empty where the prediction cannot list the
     #: return value's tensors, or lost the producer of one of them.
     outputs: tuple[str, ...] = ()
-    _by_label: dict[str, PredictedLayer] = field(default_factory=dict, repr=False)
-    _by_key: dict[LayerKey, PredictedLayer] = field(default_factory=dict, repr=False)
+    #: Module address -> class name, where the prediction read a live model (drawn in its boxes).
+    module_types: dict[str, str] = field(default_factory=dict, repr=False)
+    _by_label: dict[str, PredictedLayer] = field(default_factory=dict, init=False, repr=False)
+    _by_key: dict[LayerKey, PredictedLayer] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_label.update((layer.layer_label, layer) for layer in self.layers)

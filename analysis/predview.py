@@ -41,17 +41,20 @@ def passes_text(layer: "PredictedLayer") -> str:
     return "" if layer.count.exact == 1 else f" x{layer.count}"
 
 
-def module_box(scene: Scene, address: str, scopes: set[str]) -> Optional[str]:
-    """The box of module ``address`` (``None`` for the root), inside its nearest drawn ancestor."""
+def module_box(scene: Scene, address: str, scopes: set[str], types: dict[str, str]) -> Optional[str]:
+    """The box of module ``address`` (``None`` for the root), inside its nearest drawn ancestor,
+    named inside it with its class (``fc (Linear)``) where ``types`` knows it."""
     if address == ROOT:
         return None
     if address not in scene.clusters:
         parts = address.split(".")
         above = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1) if ".".join(parts[:k]) in scopes), None)
-        parent = module_box(scene, above, scopes) if above is not None else None
-        scene.clusters[address] = Cluster(address, address, parent, {
+        parent = module_box(scene, above, scopes, types) if above is not None else None
+        name = address[len(above) + 1:] if above is not None else address
+        label = f"{name} ({types[address]})" if address in types else name
+        scene.clusters[address] = Cluster(address, label, parent, {
             "style": "rounded,filled", "fillcolor": CLUSTER_FILL, "color": "#8da2c0", "fontsize": "10",
-            "labeljust": "l", "fontcolor": "#2d3f5f"})
+            "labeljust": "l", "fontcolor": "#2d3f5f", "tooltip": address})
     return address
 
 
@@ -116,14 +119,17 @@ def prediction_scene(pred: "Prediction", direction: str = "TB", depth: Optional[
             attrs["style"] = "rounded,dashed,filled"
         if layer.call_site is None:
             attrs.update(color=UNKNOWN_COLOR, fontcolor=UNKNOWN_COLOR)
-        scene.node(layer.layer_label, "\n".join(lines), module_box(scene, layer.module, fold.scopes), **attrs)
+        box_of = module_box(scene, layer.module, fold.scopes, pred.module_types)
+        scene.node(layer.layer_label, "\n".join(lines), box_of, **attrs)
     for box, count in inside.items():
         parts = box.split(".")
         parent = next((".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1) if ".".join(parts[:k]) in fold.scopes),
                       ROOT)
         name = box if parent == ROOT else box[len(parent) + 1:]  # named inside its drawn parent box
-        scene.node(f"[{box}]", f"{name}\n{count} layer{'s' if count != 1 else ''} inside",
-                   module_box(scene, parent, fold.scopes), shape="box3d", tooltip=box)
+        lines = [name, *([pred.module_types[box]] if box in pred.module_types else []),
+                 f"{count} layer{'s' if count != 1 else ''} inside"]
+        scene.node(f"[{box}]", "\n".join(lines),
+                   module_box(scene, parent, fold.scopes, pred.module_types), shape="box3d", tooltip=box)
     add_edges(scene, pred, drawn)
     for k, label in enumerate(pred.outputs, 1):
         scene.node(f"output_{k}", f"output_{k}", None, shape="oval", fillcolor=OUTPUT_FILL)

@@ -154,6 +154,8 @@ def test_prediction_from_class_equals_instance():
     for model in (C.ResidualBlockList(), C.SharedByTwoParents(), C.SumOverHeads(), C.IdenticalModuleList()):
         by_class = [(p.layer_label, p.module, str(p.count)) for p in tl.predict(type(model))]
         assert by_class == [(p.layer_label, p.module, str(p.count)) for p in tl.predict(model)]
+        types = {name or "self": type(m).__name__ for name, m in model.named_modules()}
+        assert tl.predict(type(model)).module_types == types == tl.predict(model).module_types
 
 
 def test_predict_source_reads_a_file():
@@ -339,7 +341,9 @@ def test_prediction_drawing_has_dataflow_edges_and_folds_like_the_table(tmp_path
     assert edges and "style=invis" not in full
     assert pred.inputs == ("input_1",) and len(pred.outputs) == 1
     assert f'"{pred.outputs[0]}" -> "output_1"' in edges and '"input_1" [' in full and '"output_1" [' in full
+    assert 'label="blocks.0 (ResidualBlock)"' in full  # a module's box: its name and class
     folded = pred.draw(depth=0).source
+    assert '"[blocks.0]" [label="blocks.0\\nResidualBlock\\n' in folded
     assert '"[blocks.0]"' in folded and '"[blocks.0]" -> "[blocks.1]"' in folded
     assert not any(f'"{layer.layer_label}" [' in folded for layer in pred if layer.module != "self")
     assert pred.draw(collapse=["blocks.1"]).source.count('"[blocks.1]" [') == 1

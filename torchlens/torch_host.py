@@ -251,6 +251,10 @@ class TorchHost(Host):
     def module_address(self, obj: Any) -> Optional[str]:
         return self.addresses.get(id(obj))
 
+    def module_types(self) -> dict[str, str]:
+        model = self._keep
+        return {} if model is None else {name or "self": type(m).__name__ for name, m in model.named_modules()}
+
     def named_count(self) -> Optional[int]:
         return len(self.addresses) if self._keep is not None else None
 
