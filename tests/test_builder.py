@@ -31,6 +31,16 @@ def test_a_built_record_is_the_record_frozen_with_its_defaults():
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Bag:
+    items: list = dataclasses.field(default_factory=list)
+
+
+def test_a_default_factory_makes_a_value_per_built_record():
+    first, second = builder(Bag)(), builder(Bag)()
+    assert first == Bag() and first.items is not second.items and type(first) is Bag
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Checked:
     x: int
 

@@ -20,22 +20,26 @@ execution, ``{layer}:{k}`` for the k-th pass, ``{address}:{k}`` for a module cal
 
 from __future__ import annotations
 
-from typing import Hashable
+from typing import Hashable, Optional
 
 from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_label
 from torchlens.analysis.sites import HookMark, Link
 from torchlens.analysis.structural import StructOp, structural_keys
 from torchlens.capture.backends import Detector
-from torchlens.capture.record import BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, builder, layer_key
+from torchlens.capture.record import (BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, Segment, builder,
+                                      layer_key)
 
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
 
-#: :class:`Op`, :class:`OpGraph` and :class:`ModuleCall` as grouping builds them, per op and
-#: per module call.
+#: The records grouping builds (one or more per op, layer, module and module call), built
+#: through :func:`~torchlens.capture.record.builder`.
 _new_op = builder(Op)
 _new_graph = builder(OpGraph)
+_new_layer = builder(Layer)
+_new_site = builder(CallSite)
 _new_call = builder(ModuleCall)
+_new_module = builder(Module)
 
 #: What ran, by detector: ``trace.options.grouping_policy``. ``grouper_v1`` (captures without
 #: call-site evidence) groups by graph structure: :mod:`torchlens.analysis.structural`.
@@ -50,38 +54,52 @@ GROUPING_POLICIES = {
 def group(raw: RawCapture) -> tuple[list[Layer], list[Op], dict[str, Module], dict[str, Buffer]]:
     """Turn a raw capture into layers (first-execution order), ops (capture order), modules
     and buffers."""
+    raw_ops = raw.ops
     addresses = [m.address for m in raw.modules]
     call_labels = [call_label(addresses[m], k) for m, k in raw.calls]
     ordinals = _ordinals(raw)
     grouping = group_keys(_keys(raw, ordinals))
-    layer_of, pass_of, first_ops = grouping.layer_of, grouping.pass_of, grouping.first
-    labels = layer_labels(raw.ops[i].name for i in first_ops)
+    layer_of, pass_of = grouping.layer_of, grouping.pass_of
+    labels = layer_labels(raw_ops[i].name for i in grouping.first)
 
-    op_labels = [pass_label(labels[layer_of[i]], pass_of[i]) for i in range(len(raw.ops))]
-    children: list[list[str]] = [[] for _ in raw.ops]
-    for i, op in enumerate(raw.ops):
-        for parent in op.parents:
-            children[parent].append(op_labels[i])
+    op_labels = [pass_label(labels[n], k) for n, k in zip(layer_of, pass_of)]
+    parents: list[tuple[str, ...]] = []
+    children: list[list[str]] = [[] for _ in raw_ops]
+    for label, op in zip(op_labels, raw_ops):
+        sources = op.parents
+        if len(sources) == 1:  # most ops: one parent, no repeat to drop
+            parents.append((op_labels[sources[0]],))
+            children[sources[0]].append(label)
+        else:
+            parents.append(_distinct(list(map(op_labels.__getitem__, sources))))
+            for p in sources:
+                children[p].append(label)
 
     index: dict[str, Layer] = {}
     gradients = raw.gradients
-    ops = [
-        _new_op(op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype,
-                _distinct([op_labels[p] for p in op.parents]), _distinct(children[i]),
-                op.params, call_labels[op.call] if op.call >= 0 else None,
-                _new_graph((addresses[op.scope], op.name, op.slot, ordinals[i])), index, op.buffer,
-                op.replay, op.container, op.meta, None if gradients is None else (gradients, i))
-        for i, op in enumerate(raw.ops)
-    ]
-    passes = [[ops[i] for i in members] for members in grouping.members()]
+    graphs: dict[tuple[str, str, int, int], OpGraph] = {}  # equal frozen records: one per site key
+    ops = []
+    for i, op in enumerate(raw_ops):
+        site_key = (addresses[op.scope], op.name, op.slot, ordinals[i])
+        graph = graphs.get(site_key)
+        if graph is None:
+            graph = graphs[site_key] = _new_graph(site_key)
+        ops.append(_new_op(
+            op_labels[i], labels[layer_of[i]], pass_of[i], op.name, op.out, op.shape, op.dtype, parents[i],
+            _distinct(children[i]), op.params, call_labels[op.call] if op.call >= 0 else None, graph, index,
+            op.buffer, op.replay, op.container, op.meta, None if gradients is None else (gradients, i),
+        ))
     layers = []
-    for n, first in enumerate(first_ops):
-        head = raw.ops[first]
-        layer = Layer(
-            labels[n], head.name, addresses[head.scope], head.kind is INPUT, head.kind is OUTPUT,
-            tuple(passes[n]), tuple(dict.fromkeys(p for op in passes[n] for p in op.params)),
-            _call_site(raw, head, addresses),
-        )
+    sites: dict[Optional[tuple[Segment, ...]], CallSite] = {}  # equal frozen records: one per raw call site
+    for n, members in enumerate(grouping.members()):
+        head = raw_ops[members[0]]
+        passes = tuple([ops[i] for i in members])
+        params = head.params if len(members) == 1 else tuple(p for op in passes for p in op.params)
+        site = sites.get(head.site)
+        if site is None:
+            site = sites[head.site] = _call_site(raw, head, addresses)
+        layer = _new_layer(labels[n], head.name, addresses[head.scope], head.kind is INPUT, head.kind is OUTPUT,
+                           passes, params if len(params) < 2 else tuple(dict.fromkeys(params)), site)
         layers.append(layer)
         index[layer.layer_label] = layer
     return layers, ops, _modules(raw, addresses, call_labels, op_labels), _buffers(raw, ops, addresses)
@@ -145,27 +163,29 @@ def _call_site(raw: RawCapture, op: RawOp, addresses: list[str]) -> CallSite:
             frames.append(HookMark(addresses[segment.module]))
         else:
             frames.extend(raw.chains[segment])
-    return CallSite(tuple(frames))
+    return _new_site(tuple(frames))
 
 
 def _modules(raw: RawCapture, addresses: list[str], call_labels: list[str],
              op_labels: list[str]) -> dict[str, Module]:
-    parent_of = [io.parent for io in raw.call_io]
     inside: list[list[str]] = [[] for _ in raw.calls]
+    enclosing: list[list[list[str]]] = []  # per call: its own and every enclosing call's list
+    for n, io in enumerate(raw.call_io):  # a call's parent started before it
+        enclosing.append([inside[n], *enclosing[io.parent]] if io.parent >= 0 else [inside[n]])
     for label, op in zip(op_labels, raw.ops):
-        call = op.call
-        while call >= 0:
-            inside[call].append(label)
-            call = parent_of[call]
-    calls: dict[int, list[ModuleCall]] = {}
+        if op.call >= 0:
+            for labels in enclosing[op.call]:
+                labels.append(label)
+    calls: list[list[ModuleCall]] = [[] for _ in raw.modules]
+    label_of = op_labels.__getitem__
     for n, ((m, k), io) in enumerate(zip(raw.calls, raw.call_io)):
-        calls.setdefault(m, []).append(_new_call(
+        calls[m].append(_new_call(
             call_labels[n], addresses[m], k, call_labels[io.parent] if io.parent >= 0 else None,
-            tuple([op_labels[i] for i in io.inputs]), tuple([op_labels[i] for i in io.outputs]), tuple(inside[n]),
+            tuple(map(label_of, io.inputs)), tuple(map(label_of, io.outputs)), tuple(inside[n]),
         ))
     return {
-        m.address: Module(m.address, m.type_name, m.num_calls, tuple(calls.get(i, ())), m.params,
-                          m.children, m.parent, m.buffers)
+        m.address: _new_module(m.address, m.type_name, m.num_calls, tuple(calls[i]), m.params,
+                               m.children, m.parent, m.buffers)
         for i, m in enumerate(raw.modules)
     }
 
