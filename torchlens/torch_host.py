@@ -124,6 +124,10 @@ class TorchHost(Host):
                                                        "_has_torch_function_variadic")}
         self._transforms = _transforms()
         self._names: dict[int, tuple[Any, Optional[str]]] = {}
+        #: Per callable and per tensor attribute name, what this prediction found (torch's
+        #: functions and the tensor type do not change while one prediction runs).
+        self._intrinsics: dict[int, tuple[Any, Optional[Intrinsic]]] = {}
+        self._attributes: dict[str, tuple[Member, Any]] = {}
         self._dunders = _dunder_names()
         self._shapes = FakeShapes()
 
@@ -203,6 +207,12 @@ class TorchHost(Host):
         return info.name if info.kind is OP else None
 
     def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
+        entry = self._intrinsics.get(id(fn))
+        if entry is None or entry[0] is not fn:
+            entry = self._intrinsics[id(fn)] = (fn, self._intrinsic(fn))
+        return entry[1]
+
+    def _intrinsic(self, fn: Any) -> Optional[Intrinsic]:
         if fn in self._checks:
             return Intrinsic.CHECK
         if fn is torch.overrides.handle_torch_function:
@@ -228,6 +238,12 @@ class TorchHost(Host):
             name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_") or name.startswith("get_"))
 
     def tensor_attribute(self, name: str) -> tuple[Member, Any]:
+        found = self._attributes.get(name)
+        if found is None:
+            found = self._attributes[name] = self._tensor_attribute(name)
+        return found
+
+    def _tensor_attribute(self, name: str) -> tuple[Member, Any]:
         if name in VIEW_PROPERTIES:
             return Member.OP, name
         if name in _TENSOR_VALUED:
