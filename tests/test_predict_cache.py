@@ -123,3 +123,29 @@ def test_batch_norm_on_fakes_is_empty_like_its_input() -> None:
             assert _like_its_input(torch.batch_norm, args) is (layout is torch.contiguous_format)
             assert (got.shape, got.stride(), got.dtype, got.device, got.storage_offset()) == \
                 (op.shape, op.stride(), op.dtype, op.device, op.storage_offset()), (shape, layout, dtype)
+
+
+def test_empty_like_made_without_the_fake_mode_is_its_own() -> None:
+    """The batch-norm shortcut's ``empty_like``, made outside the fake mode, equals the fake
+    mode's own ``empty_like`` in everything a fake has, on every dtype, with and without
+    ``requires_grad``, in and out of inference mode."""
+    from torchlens.torch_host import FakeShapes, _empty_like
+
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+
+    def everything(t: torch.Tensor) -> tuple:
+        return (type(t), t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.layout, t.requires_grad,
+                t.is_leaf, t._is_view(), t.untyped_storage().nbytes(), t.is_conj(), t.is_neg(), t.is_inference(),
+                None if t.is_inference() else t._version, t.grad_fn, t.constant, t.fake_mode is mode)
+
+    for shape in [(2, 8), (2, 8, 5), (1, 8, 6, 6), (8, 8, 1, 1), (2, 8, 3, 4, 5), (0, 3, 2), (1,), ()]:
+        for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64):
+            for grad in (False, True) if dtype.is_floating_point else (False,):
+                for inference in (False, True):
+                    fake = shapes.fake(torch.randn(shape).to(dtype).requires_grad_(grad))
+                    with torch.inference_mode(inference):
+                        with mode:
+                            own = torch.empty_like(fake)
+                        made = _empty_like(mode, fake)
+                    assert everything(made) == everything(own), (shape, dtype, grad, inference)
