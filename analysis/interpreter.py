@@ -249,6 +249,10 @@ class Resumable:
         self._to_consumer.release()
 
 
+#: Objects an f-string formats with no side effect, and its conversions (``!s``, ``!r``, ``!a``).
+_FORMATTED = frozenset({str, int, float, bool, complex, type(None)})
+_CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda obj: obj, ord("s"): str, ord("r"): repr, ord("a"): ascii}
+
 #: Handler of a modelled builtin: ``None`` when it does not apply (then the builtin is called
 #: for real on concrete arguments, or the call is opaque).
 Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
@@ -474,9 +478,14 @@ class Interpreter:
         return result
 
     def opaque_call(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value], why: str) -> Opaque:
-        """A call the run cannot follow: a gap if tensors go in."""
-        if any(may_hold_tensor(v) for v in (*args, *kwargs.values())):
+        """A call the run cannot follow: a gap if tensors go in; a dict or list the code built
+        that goes in may come out changed, so it is no longer known for sure."""
+        given = (*args, *kwargs.values())
+        if any(may_hold_tensor(v) for v in given):
             self.gap(why)
+        for value in given:
+            if isinstance(value, (Seq, Dict)) and not value.unsure:
+                value.unsure = f"given to a call it cannot follow ({why}){self.where()}"
         return Opaque(why)
 
     def call_known(self, obj: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -935,7 +944,27 @@ class Interpreter:
         return Opaque(f"name {name} is not defined")
 
     def eval_JoinedStr(self, node: ast.JoinedStr) -> Value:
-        return Opaque("an f-string", Nature.NUMBER)
+        """An f-string: its text where every formatted value is a plain known object (the
+        formatting is then Python's own, with no side effect); the parts are read either way."""
+        parts: list[Optional[str]] = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+                continue
+            assert isinstance(part, ast.FormattedValue)
+            value = self.eval(part.value)
+            spec = self.eval(part.format_spec) if part.format_spec is not None else Known("")
+            text = None
+            if isinstance(value, Known) and type(value.obj) in _FORMATTED and isinstance(spec, Known) \
+                    and part.conversion in _CONVERSIONS:
+                try:
+                    text = format(_CONVERSIONS[part.conversion](value.obj), spec.obj)
+                except (TypeError, ValueError):  # the program would raise
+                    pass
+            parts.append(text)
+        if any(text is None for text in parts):
+            return Opaque("an f-string of unknown values", Nature.NUMBER)
+        return Known("".join(cast(list[str], parts)))
 
     def eval_Slice(self, node: ast.Slice) -> Value:
         parts = [self.eval(p) if p is not None else NONE for p in (node.lower, node.upper, node.step)]
@@ -1011,6 +1040,7 @@ class Interpreter:
                 merged = self.eval(value)
                 if isinstance(merged, Dict):
                     out.items.update(merged.items)
+                    out.unsure = out.unsure or merged.unsure
                 elif isinstance(merged, Known) and isinstance(merged.obj, dict):
                     out.items.update((k, self.wrap(v)) for k, v in merged.obj.items())
                 continue
@@ -1029,6 +1059,9 @@ class Interpreter:
             if keyword.arg is not None:
                 kwargs[keyword.arg] = value
             elif isinstance(value, Dict):
+                if value.unsure or any(type(k) is object for k in value.items):
+                    self.gap(f"a call given **a dict whose keys are not known{self.where()}: "
+                             f"{value.unsure or 'keys it does not know'}")
                 kwargs.update((k, v) for k, v in value.items.items() if isinstance(k, str))
             elif isinstance(value, Known) and isinstance(value.obj, dict):
                 kwargs.update((k, self.wrap(v)) for k, v in value.obj.items())
@@ -1361,6 +1394,8 @@ class Interpreter:
                 return value.items[key]
             except IndexError:
                 return Opaque("index out of range")
+        if isinstance(value, Dict) and value.unsure:
+            return Opaque(f"an item of a dict whose items are not known ({value.unsure})")
         if isinstance(value, Dict) and isinstance(index, Known):
             return value.items.get(key, Opaque(f"key {key!r} not set"))
         if isinstance(value, Instance) and value.items is not None and isinstance(index, Known):
@@ -1606,13 +1641,29 @@ class Interpreter:
             view = self.written(container)
             if view is not None:
                 self.delete_item(view, index)
-        elif isinstance(container, Dict):
-            container.items.pop(index.obj if isinstance(index, Known) else object(), None)
-        elif isinstance(container, Seq) and isinstance(index, Known) and isinstance(index.obj, (int, slice)):
-            try:
-                del container.items[index.obj]
-            except IndexError:  # Python raises here: the run goes on as if it had not
-                pass
+        elif isinstance(container, (Dict, Seq)):
+            if self.unsettled(container, "del", index):
+                return
+            if isinstance(container, Dict) and isinstance(index, Known):
+                container.items.pop(index.obj, None)
+            elif isinstance(index, Known) and isinstance(index.obj, (int, slice)):
+                try:
+                    del container.items[index.obj]
+                except IndexError:  # Python raises here: the run goes on as if it had not
+                    pass
+
+    def unsettled(self, container: Dict | Seq, what: str, index: Optional[Value] = None) -> bool:
+        """Mark a dict or list the code builds as not known for sure when ``what`` changes it
+        at a key or index the data decides (``index`` not known), or under a branch or loop
+        count the prediction cannot decide; whether it did (the change is then not made)."""
+        if index is not None and not isinstance(index, Known):
+            why = f"{what} at a key or index it does not know"
+        elif self.mult.exact != 1:
+            why = f"{what} under {self.mult.note or 'a branch the prediction cannot decide'}"
+        else:
+            return False
+        container.unsure = container.unsure or f"{why}{self.where()}"
+        return True
 
     def exec_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -1714,8 +1765,10 @@ class Interpreter:
             if view is not None:
                 self.store_item(view, index, value, node)
         elif isinstance(container, Dict):
+            self.unsettled(container, "an item write", index)
             container.items[index.obj if isinstance(index, Known) else object()] = value
-        elif isinstance(container, Seq) and isinstance(index, Known) and isinstance(index.obj, int):
+        elif isinstance(container, Seq) and not self.unsettled(container, "an item write", index) \
+                and isinstance(index, Known) and isinstance(index.obj, int):
             if -len(container.items) <= index.obj < len(container.items):
                 container.items[index.obj] = value
 
@@ -2042,7 +2095,9 @@ class Interpreter:
         if isinstance(value, Seq):
             return None if value.unsure else iter(list(value.items))
         if isinstance(value, Dict):
-            return iter([Known(k) for k in value.items if type(k) is not object])
+            if value.unsure or any(type(k) is object for k in value.items):
+                return None
+            return iter([Known(k) for k in value.items])
         if isinstance(value, Lazy):
             return value.items()
         if isinstance(value, Instance) and value.items is not None:
@@ -2145,34 +2200,41 @@ class Interpreter:
                 return Opaque("send to an exhausted generator raises StopIteration")
         if isinstance(receiver, Dict):
             items = receiver.items
+            if name in ("pop", "popitem", "setdefault", "clear", "update"):
+                self.unsettled(receiver, name, first if name == "pop" else None)
+            if name == "clear":
+                items.clear()
+                receiver.unsure = receiver.unsure if self.mult.exact != 1 else ""
+                return NONE
+            if name == "update":
+                if isinstance(first, Known) and isinstance(first.obj, dict):
+                    first = Dict({k: self.wrap(v) for k, v in first.obj.items()})
+                if args and not isinstance(first, Dict) or isinstance(first, Dict) and first.unsure:
+                    receiver.unsure = receiver.unsure or f"update by a mapping it cannot read{self.where()}"
+                items.update(first.items if isinstance(first, Dict) else {})
+                items.update(kwargs)
+                return NONE
+            if name == "copy":
+                return Dict(dict(items), receiver.kind, receiver.unsure)
+            if receiver.unsure:
+                return Opaque(f"{name} of a dict whose items are not known ({receiver.unsure})")
             if name == "get":
                 return items.get(key, args[1] if len(args) > 1 else NONE) if isinstance(first, Known) else Opaque("get")
             if name == "pop":
                 default = args[1] if len(args) > 1 else Opaque(f"missing key {key!r}")
-                return items.pop(key, default) if isinstance(first, Known) else Opaque("pop")
+                return items.pop(key, default)
             if name == "setdefault":
                 return items.setdefault(key, args[1] if len(args) > 1 else NONE)
-            if name == "clear":
-                items.clear()
-                return NONE
-            if name == "update":
-                other = first if isinstance(first, Dict) else Dict()
-                items.update(other.items)
-                items.update(kwargs)
-                return NONE
-            if name in ("keys", "values", "items", "copy"):
-                known = {k: v for k, v in items.items() if type(k) is not object}
-                if name == "copy":
-                    return Dict(dict(items))
+            if name in ("keys", "values", "items"):
+                if any(type(k) is object for k in items):
+                    return Opaque(f"{name} of a dict with keys it does not know")
                 listed: dict[str, list[Value]] = {
-                    "keys": [Known(k) for k in known], "values": list(known.values()),
-                    "items": [Seq([Known(k), v]) for k, v in known.items()]}
+                    "keys": [Known(k) for k in items], "values": list(items.values()),
+                    "items": [Seq([Known(k), v]) for k, v in items.items()]}
                 return Seq(listed[name], list)
         if isinstance(receiver, Seq):
-            if name in ("append", "extend", "insert", "pop", "remove", "clear") and self.mult.exact != 1 \
-                    and not receiver.unsure:
-                receiver.unsure = f"{name} under {self.mult.note or 'a branch the prediction cannot decide'}" \
-                                  f"{self.where()}"
+            if name in ("append", "extend", "insert", "pop", "remove", "clear"):
+                self.unsettled(receiver, name)
             if name == "append":
                 receiver.items.append(first)
                 return NONE
@@ -2191,7 +2253,7 @@ class Interpreter:
                 return Seq(list(receiver.items), receiver.kind)
             if name == "clear":
                 receiver.items.clear()
-                receiver.unsure = ""
+                receiver.unsure = receiver.unsure if self.mult.exact != 1 else ""
                 return NONE
             if name == "sort" and not receiver.unsure:
                 sort_in_place(self, receiver, kwargs)
@@ -2305,7 +2367,7 @@ class Interpreter:
         """``dict(...)`` or ``OrderedDict(...)`` of a dict built by the code, or of keywords."""
         def build(args: list[Value], kwargs: dict) -> Optional[Value]:
             if args and isinstance(args[0], Dict):
-                return Dict({**args[0].items, **kwargs}, kind)
+                return Dict({**args[0].items, **kwargs}, kind, args[0].unsure)
             if not args:
                 return Dict(dict(kwargs), kind)
             if isinstance(args[0], Known):

@@ -71,7 +71,8 @@ PURE_MODULES = ("math", "operator", "_operator")
 #: Methods of concrete builtin values that mutate them.
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
                        "add", "discard", "sort", "reverse", "popitem", "__setitem__", "__delitem__",
-                       "write", "send", "close"})
+                       "write", "send", "close", "difference_update", "intersection_update",
+                       "symmetric_difference_update"})
 #: Live containers the prediction copies on the code's first write into one (see
 #: ``Interpreter.written``), with the mutating methods it models on its copy.
 LIVE_CONTAINERS: dict[type, frozenset] = {
@@ -89,6 +90,8 @@ def is_pure(fn: Any) -> bool:
         return True
     receiver = getattr(fn, "__self__", None)
     if isinstance(fn, types.BuiltinMethodType) and isinstance(receiver, _PLAIN_RECEIVERS):
+        return fn.__name__ not in MUTATORS
+    if isinstance(fn, types.MethodDescriptorType) and fn.__objclass__ in _PLAIN_RECEIVERS:  # dict.get(d, k)
         return fn.__name__ not in MUTATORS
     return False
 

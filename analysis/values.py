@@ -119,6 +119,10 @@ class Dict(Value):
     items: dict[Any, Value] = field(default_factory=dict)
     #: ``dict`` or ``collections.OrderedDict``.
     kind: type = dict
+    #: Why its keys and values are not known for sure (changed by a key the data decides, by
+    #: a mapping it cannot read, or under a branch or loop the prediction could not decide);
+    #: empty when they are. Such a dict is neither iterated, measured nor read.
+    unsure: str = ""
 
 
 @dataclass(eq=False, slots=True)
@@ -218,10 +222,8 @@ def truth(value: Value) -> Optional[bool]:
             return bool(value.obj)
         except Exception:  # noqa: BLE001
             return None
-    if isinstance(value, Seq) and value.unsure:
-        return True if value.items else None
     if isinstance(value, (Seq, Dict)):
-        return bool(value.items)
+        return None if value.unsure else bool(value.items)
     if isinstance(value, (Function, Bound, Instance, TensorTuple)):
         return True
     if isinstance(value, Union):
@@ -278,6 +280,8 @@ def identical(left: Value, right: Value) -> Optional[bool]:
 
 def contains(container: Value, item: Value) -> Optional[bool]:
     """``item in container`` when decidable (keys the code computed are unknown keys)."""
+    if isinstance(container, (Seq, Dict)) and container.unsure:
+        return None
     if isinstance(container, Dict) and isinstance(item, Known):
         if item.obj in container.items:
             return True
@@ -304,7 +308,7 @@ def concrete(value: Value) -> tuple[bool, Any]:
         if all(ok for ok, _ in items):
             objs = [obj for _, obj in items]
             return True, value.kind._make(objs) if hasattr(value.kind, "_make") else value.kind(objs)
-    if isinstance(value, Dict):
+    if isinstance(value, Dict) and not value.unsure:
         pairs = [(k, concrete(v)) for k, v in value.items.items()]
         if all(ok and type(k) is not object for k, (ok, _) in pairs):
             return True, {k: obj for k, (_, obj) in pairs}
