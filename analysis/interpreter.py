@@ -161,6 +161,8 @@ class Frame:
     maybe_returns: list[Value] = field(default_factory=list)
     #: The running body, when this is a generator function's frame.
     resumable: Optional[Resumable] = None
+    #: Names the function declares ``nonlocal`` or ``global`` (its writes to them go there).
+    declared: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +251,8 @@ class Resumable:
         self._to_consumer.release()
 
 
+#: A name not bound before a branch.
+_UNSET = object()
 #: Objects an f-string formats with no side effect, and its conversions (``!s``, ``!r``, ``!a``).
 _FORMATTED = frozenset({str, int, float, bool, complex, type(None)})
 _CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda obj: obj, ord("s"): str, ord("r"): repr, ord("a"): ascii}
@@ -1201,14 +1205,22 @@ class Interpreter:
         return self.wrap(static)
 
     def set_attribute(self, target: Value, name: str, value: Value) -> None:
-        """``target.name = value``: recorded on abstract objects, overlaid on live ones."""
-        if isinstance(target, Instance):
+        """``target.name = value``: recorded on abstract objects, overlaid on live ones. Under a
+        branch or loop count the prediction cannot decide, the attribute may keep its old value."""
+        if isinstance(target, (Instance, Function)):
+            if self.mult.exact != 1:
+                value = join([target.attrs.get(name, Opaque(f"{name} unset on some path")), value])
             target.attrs[name] = value
         elif isinstance(target, Known):
-            self.overlay[(id(target.obj), name)] = value
+            key = (id(target.obj), name)
+            if self.mult.exact != 1:
+                before = self.overlay.get(key)
+                if before is None:
+                    held = getattr(target.obj, "__dict__", {})
+                    before = self.wrap(held[name]) if name in held else Opaque(f"{name} unset on some path")
+                value = join([before, value])
+            self.overlay[key] = value
             self._keep.append(target.obj)
-        elif isinstance(target, Function):
-            target.attrs[name] = value
 
     def name_children(self, module: Instance, seen: Optional[set] = None) -> None:
         """Address every submodule as ``named_modules()`` does: depth first, first name wins."""
@@ -1587,7 +1599,13 @@ class Interpreter:
     def exec_Pass(self, node: ast.Pass) -> None:
         return None
 
-    exec_Global = exec_Nonlocal = exec_Pass
+    def exec_Nonlocal(self, node: ast.Nonlocal) -> None:
+        if self.frame is not None:
+            self.frame.declared.update(dict.fromkeys(node.names, "nonlocal"))
+
+    def exec_Global(self, node: ast.Global) -> None:
+        if self.frame is not None:
+            self.frame.declared.update(dict.fromkeys(node.names, "global"))
 
     # -- simple statements -------------------------------------------------------------------
 
@@ -1716,8 +1734,16 @@ class Interpreter:
 
     def bind_name(self, name: str, value: Value) -> None:
         frame = self.frame
-        if frame is not None:
+        if frame is None:
+            return
+        declared = frame.declared.get(name) if frame.declared else None
+        if declared is None:
             frame.locals[name] = value
+        elif declared == "nonlocal":  # the innermost enclosing function's variable
+            scope = next((scope for scope in frame.enclosing if name in scope), frame.locals)
+            scope[name] = value
+        else:  # a module's globals are live: never written
+            self.gap(f"a write to global {name}{self.where()}: what reads it later is not predicted")
 
     # -- assignment --------------------------------------------------------------------------
 
@@ -1792,11 +1818,17 @@ class Interpreter:
         if frame is None:
             return None
         base = frame.locals
+        before = dict(base)
         outcomes: list[tuple[dict, Optional[Signal]]] = []
         for block in live:
-            frame.locals = dict(base)
+            frame.locals = dict(before)
             with self.scaled(MAYBE):
                 signal = self.exec_block(block)
+            # a closure made before the branch writes its cells into ``base`` (``nonlocal``):
+            # those writes are this arm's too
+            frame.locals.update((k, v) for k, v in base.items() if before.get(k, _UNSET) is not v)
+            base.clear()
+            base.update(before)
             outcomes.append((frame.locals, signal))
         through = [env for env, signal in outcomes if signal is None]
         merged = self.merge([env for env, _ in outcomes] if not through else through, base)
@@ -2264,6 +2296,8 @@ class Interpreter:
             if name in ("index", "count"):
                 ok, obj = concrete(receiver)
                 return Known(getattr(obj, name)(first.obj)) if ok and isinstance(first, Known) else Opaque(name, Nature.NUMBER)
+        if isinstance(receiver, (Seq, Dict)) and name in MUTATORS and not receiver.unsure:
+            receiver.unsure = f"{name}, which the prediction does not model{self.where()}"
         return Opaque(f"method {name} of a container", Nature.ANY)
 
     # -- handlers ----------------------------------------------------------------------------

@@ -213,3 +213,103 @@ def test_f_strings_of_known_values_are_known(flag):
     report = tl.trace(NamedByFString(), x, forward_kwargs={"output_b": flag}).check_prediction(pred)
     assert not pred.gaps and not pred.notes and report.ok and report.coverage == 1.0, str(report)
     assert [layer.layer_label for layer in pred] == ["linear_1", "linear_2", *(["relu_1"] if flag else [])]
+
+
+class _Flag:
+    def __init__(self):
+        self.on = False
+
+
+class InstanceFlagInBranch(nn.Module):
+    def forward(self, x):
+        flag = _Flag()
+        if x.sum() > 0:
+            flag.on = True
+        if flag.on:
+            x = torch.relu(x)
+        return x
+
+
+class ModuleFlagInBranch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.on = False
+
+    def forward(self, x):
+        self.on = False
+        if x.sum() > 0:
+            self.on = True
+        if self.on:
+            x = torch.relu(x)
+        return x
+
+
+class NonlocalCounter(nn.Module):
+    def forward(self, x):
+        n = 0
+
+        def bump():
+            nonlocal n
+            n += 1
+
+        if x.sum() > 0:
+            bump()
+        bump()
+        if n == 2:
+            x = torch.relu(x)
+        return x
+
+
+_CALLS = 0
+
+
+class GlobalCounter(nn.Module):
+    def forward(self, x):
+        global _CALLS
+        _CALLS = 1
+        if _CALLS == 1:
+            x = torch.relu(x)
+        return x
+
+
+class SetInBranchAdd(nn.Module):
+    def forward(self, x):
+        seen = set()
+        if x.sum() > 0:
+            seen.add(1)
+        if 1 in seen:
+            x = torch.relu(x)
+        return x
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize("cls", [InstanceFlagInBranch, ModuleFlagInBranch, NonlocalCounter, GlobalCounter,
+                                 SetInBranchAdd], ids=lambda cls: cls.__name__)
+def test_state_written_where_it_cannot_tell_is_not_claimed(cls, sign):
+    """Attributes written under an undecided branch may keep their old value; a closure's
+    ``nonlocal`` writes reach the enclosing function; a ``global`` write is a gap (the live
+    module is never written); a set method it does not model leaves the set unknown."""
+    x = torch.full((3,), sign)
+    pred = tl.predict(cls(), x)
+    report = tl.trace(cls(), x).check_prediction(pred)
+    assert report.ok or pred.gaps or pred.notes, (str(pred), str(report))
+
+
+def test_nonlocal_writes_are_followed():
+    pred = tl.predict(NonlocalCounter(), torch.ones(3))
+    assert pred["relu_1"].count.lo == 0 and pred["relu_1"].count.hi == 1  # n is 1 or 2: undecided
+    assert "relu_1" not in [layer.layer_label for layer in tl.predict(_NonlocalOnce(), torch.ones(3))]
+
+
+class _NonlocalOnce(nn.Module):
+    def forward(self, x):
+        n = 0
+
+        def bump():
+            nonlocal n
+            n += 1
+
+        bump()
+        if n == 0:
+            x = torch.relu(x)
+        return x
