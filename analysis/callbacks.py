@@ -251,7 +251,12 @@ def _sorted(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Op
             return Opaque("sorted of items that do not compare", Nature.NUMBER)
         return Seq([items[k] for k in order], list)
     if any(isinstance(k, Tensor) for k in keys) and len(keys) > 1:
-        run.gap(f"sorted compares tensors{run.where()}: how many comparisons (ops) depends on their values")
+        if len(keys) == 2 and isinstance(reverse, Known):  # one comparison, from C: b < a (of the reversed list)
+            first, second = (keys[0], keys[1]) if reverse.obj else (keys[1], keys[0])
+            run.binop("lt", first, second, None, frozenset())
+        else:
+            run.gap(f"sorted compares {len(keys)} tensors{run.where()}: how many comparisons (ops) run depends on "
+                    "their values (two items take one)")
     return Seq([join(items)] * len(items), list)  # same items, in an order the data decides
 
 

@@ -298,6 +298,9 @@ class Interpreter:
         #: id(module) -> (it, ``<Cls#k>``): modules outside the model's named ones (built in forward),
         #: numbered by first call after them, as the capture numbers them.
         self.unnamed: dict[int, tuple[Any, str]] = {}
+        #: id(lru_cache wrapper) -> (it, the keys the run's calls put in it and their results, or
+        #: why its content is not known: filled before the run, or under an undecided branch).
+        self.lru: dict[int, tuple[Any, dict[Any, Value] | str]] = {}
         self._keep: list[Any] = []
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
@@ -525,9 +528,7 @@ class Interpreter:
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
         if isinstance(obj, _CACHED):  # functools.lru_cache/cache: runs or not, as its cache says
-            why = f"{_name(obj)} is cached (functools.lru_cache){self.where()}: whether it runs depends on its cache"
-            self.gap(why)
-            return Opaque(why)
+            return self.cached_call(obj, args, kwargs)
         call = getattr(type(obj), "__call__", None)
         if isinstance(call, types.FunctionType):
             return self.run_live_function(call, [Known(obj), *args], kwargs)
@@ -538,6 +539,48 @@ class Interpreter:
                 and isinstance(obj, types.BuiltinMethodType) and not may_hold_tensor(Known(obj.__self__)):
             return Opaque(f"{_name(obj)} of unknown values")  # a builtin runs no op
         return self.opaque_call(obj, args, kwargs, f"{_name(obj)} cannot be read (no Python source)")
+
+    def cached_call(self, wrapper: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """A call through ``functools.lru_cache``/``functools.cache``: a miss runs the wrapped
+        function, a hit returns what it returned (no op). Decided when the live cache was empty
+        when the run first met it (only the run's own calls fill it then) and the arguments are
+        known (their key is the cache's own); else a gap saying which."""
+        entry = self.lru.get(id(wrapper))
+        if entry is None or entry[0] is not wrapper:
+            size = wrapper.cache_info().currsize
+            entry = self.lru[id(wrapper)] = (wrapper, {} if size == 0 else f"its cache holds {size} entr{'y' if size == 1 else 'ies'} already")
+        filled, params = entry[1], wrapper.cache_parameters()
+        plain = concrete_args(args, kwargs)
+        key: Any = None
+        if isinstance(filled, str):
+            why = filled
+        elif plain is None:
+            why = "its arguments are not all known"
+        else:
+            try:
+                key = functools._make_key(tuple(plain[0]), plain[1], params["typed"])
+                hash(key)
+                why = ""
+            except TypeError:
+                why = "its arguments are not hashable"
+        if why:
+            why = f"{_name(wrapper)} is cached (functools.lru_cache){self.where()}: {why}, so whether it runs is not known"
+            self.gap(why)
+            return Opaque(why)
+        assert isinstance(filled, dict)
+        if key in filled:  # a hit: the least recently used goes last
+            filled[key] = filled.pop(key)
+            return filled[key]
+        result = self.call(self.wrap(wrapper.__wrapped__), args, kwargs)
+        maxsize = params["maxsize"]
+        if self.mult.exact != 1:
+            self.lru[id(wrapper)] = (wrapper, f"it was called{self.where()} under "
+                                              f"{self.mult.note or 'a branch the prediction cannot decide'}")
+        elif maxsize is None or maxsize > 0:
+            filled[key] = result
+            if maxsize is not None and len(filled) > maxsize:
+                filled.pop(next(iter(filled)))
+        return result
 
     def call_op(self, name: str, fn: Any, args: Sequence[Value], kwargs: Optional[dict[str, Value]] = None,
                 outputs: Optional[int] = 0) -> Value:

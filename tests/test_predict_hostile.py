@@ -41,7 +41,8 @@ REPORTED = {
                         "the prediction cannot decide: what reads it later is not predicted",
     "LostFlag": f"or of _opaque(x > 0), a value the prediction lost track of (Opaque cannot be read (no Python "
                 f"source)) at {line_of(H.LostFlag, '_opaque(x > 0) |')} in LostFlag.forward",
-    "Cached": f"mask is cached (functools.lru_cache) at {line_of(H.Cached, 'self.mask(4)')}",
+    "SortedThree": f"sorted compares 3 tensors at {line_of(H.SortedThree, 'sorted(')} in SortedThree.forward: how "
+                   "many comparisons (ops) run depends on their values",
 }
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
@@ -71,7 +72,7 @@ def test_exact_where_it_says_nothing():
     next of iterators the code made."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
-             "LiveCaches", "FlagsAndShapes", "ModuleInForward"]
+             "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -105,6 +106,22 @@ def test_caches_filled_in_forward_are_followed_on_a_copy_both_empty_and_filled()
         counts.append(sum(layer.func_name in ("mul", "ones") for layer in pred.layers))
     assert counts == [6, 3]  # bias * 2 once per instance and ones once (the shared table): then read back
     assert model.first.cache and H.BiasTable.table and model.named
+
+
+def test_lru_cache_calls_are_exact_from_an_empty_cache_and_a_gap_once_it_holds_entries():
+    """From empty caches the run fills them itself: misses run the function, hits run nothing;
+    a cache filled before the prediction (here by the trace) cannot be read: a gap."""
+    H.Cached.mask.cache_clear()
+    H.Cached.scale.cache_clear()
+    model, x = H.Cached(), torch.randn(3, 4)
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+    assert [layer.func_name for layer in pred.layers if layer.func_name in ("tril", "full")] == [
+        "tril", "full", "full", "full"]  # mask once (then a hit); scale(4), scale(1), scale(4) again (maxsize=1)
+    why = " ".join(g.why for g in tl.predict(model, x).gaps)
+    assert f"mask is cached (functools.lru_cache) at {line_of(H.Cached, 'self.mask(4)')} in Cached.forward: its " \
+           "cache holds 1 entry already, so whether it runs is not known" in why, why
 
 
 def test_a_module_built_in_forward_predicted_from_its_class_is_a_gap():

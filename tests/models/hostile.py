@@ -481,14 +481,36 @@ class Nexts(nn.Module):
 
 
 class Cached(nn.Module):
-    """A method under ``functools.lru_cache``: whether it runs depends on its cache."""
+    """A method under ``functools.lru_cache``: whether it runs depends on its cache (a miss, then
+    a hit; another key, then a miss again past ``maxsize``)."""
 
     @functools.lru_cache(maxsize=None)
     def mask(self, n):
         return torch.tril(torch.ones(n, n))
 
+    @staticmethod
+    @functools.lru_cache(maxsize=1)
+    def scale(n):
+        return torch.full((n,), 2.0)
+
     def forward(self, x):
-        return x @ self.mask(4)
+        y = x @ self.mask(4) + self.mask(4).sum()
+        return y * self.scale(4) + self.scale(1) * self.scale(4)
+
+
+class SortedTensors(nn.Module):
+    """``sorted`` comparing two tensors (one ``lt`` from C, the order the data decides), by a key
+    and reversed; three tensors take a number of comparisons their values decide."""
+
+    def forward(self, x):
+        low, high = sorted([x[0].sum(), x[1].sum()])
+        first, _ = sorted([x[0], x[1]], key=lambda r: r.mean(), reverse=True)
+        return torch.stack([low, high]), first
+
+
+class SortedThree(nn.Module):
+    def forward(self, x):
+        return torch.stack(sorted([x[0].sum(), x[1].sum(), x[2].sum()]))
 
 
 class BiasTable(nn.Module):
@@ -590,7 +612,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
-             ModuleInBranch]
+             ModuleInBranch, SortedTensors, SortedThree]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
