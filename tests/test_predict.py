@@ -588,3 +588,41 @@ def test_labels_that_hang_on_a_pass_that_may_not_run_are_a_note_not_a_claim(mode
                for note in pred.notes)
     report = tl.trace(model, x).check_prediction(pred)
     assert not report.ok and {m.layer_label for m in report.mismatched} == {"tanh_1", "tanh_2"}
+
+
+class PoolsByFlag(nn.Module):
+    """Functions ``torch.nn.functional`` builds with ``boolean_dispatch`` (a wrapper that picks
+    one of two functions by ``return_indices``): the capture records the op in the one picked."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        x = self.pool(x)
+        x = torch.nn.functional.max_pool2d(x, 2, return_indices=True)[0]
+        x = torch.nn.functional.adaptive_max_pool2d(x, 1)
+        return torch.nn.functional.max_pool1d(x.flatten(2), 1)
+
+
+def test_boolean_dispatch_wrappers_are_followed_into_the_function_they_pick():
+    x = torch.randn(1, 2, 8, 8)
+    pred = tl.predict(PoolsByFlag(), x)
+    report = tl.trace(PoolsByFlag(), x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+
+
+class AssertsAndSymMax(nn.Module):
+    """``torch._assert`` and ``torch.sym_max`` call the torch-function check through
+    ``torch.overrides`` but return no tensor: the capture records no op for them."""
+
+    def forward(self, x):
+        torch._assert(x.dim() == 2, "2-d input")
+        return torch.relu(x) * torch.sym_max(x.shape[0], 1)
+
+
+def test_torch_python_that_returns_no_tensor_is_no_op():
+    x = torch.randn(2, 3)
+    pred = tl.predict(AssertsAndSymMax(), x)
+    report = tl.trace(AssertsAndSymMax(), x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)

@@ -178,7 +178,8 @@ class TorchHost(Host):
             return make_tuple(2, None) if len(args) > 1 and not _is_tensor_value(args[1]) else make_tensor(None)
         if name in _SPLITS:
             return make_tuple(_split_count(name, args), None)
-        return make_tensor(None)
+        count = _schema_outputs(name)
+        return make_tuple(count, None) if count is not None and count > 1 else make_tensor(None)
 
     def call_for_real(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         with _NoTorch():
@@ -202,7 +203,7 @@ class TorchHost(Host):
         (``torch.overrides.has_torch_function_variadic`` in ``torch.nn.init``), which the capture
         cannot make say no: that one dispatches again and is recorded as one op, by its name."""
         info = classify(fn)
-        if info.kind is TRANSPARENT and not any(name in getattr(fn, "__globals__", {}) for name in CHECK_NAMES):
+        if info.kind is TRANSPARENT and _reads_check_as_attribute(fn):
             return info.name
         return info.name if info.kind is OP else None
 
@@ -300,6 +301,8 @@ class TorchHost(Host):
         TorchScript compilation, whose result is opaque (its module is one boundary op)."""
         if fn in _NOT_TRACING:  # the capture runs the model eagerly: not scripted, not traced
             return Known(False)
+        if fn is torch.jit.annotate and len(args) == 2:  # the value, as eager mode returns it
+            return args[1]
         if (fn.__module__ or "").startswith("torch.jit"):
             return Opaque(f"{fn.__qualname__}: TorchScript is not read")
         if fn is _PARAMETER_NEW:  # Parameter(data): the tensor itself, as far as ops and shapes go
@@ -553,3 +556,27 @@ class _NoTorch(torch.overrides.TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         raise RuntimeError(f"{getattr(func, '__name__', func)} called while building an object for real")
+
+
+def _reads_check_as_attribute(fn: Any) -> bool:
+    """Whether ``fn`` is recorded as one op although torch's own Python: an ``nn.init`` function,
+    whose code calls the torch-function check as an attribute
+    (``torch.overrides.has_torch_function_variadic(...)``) that the capture's bypass, which
+    patches the module's names, does not reach, and which returns the tensor it fills. Others
+    that read the check so (``torch._assert``, ``torch.sym_max``) return no tensor, so the
+    capture records nothing for them, and a wrapper that calls no check itself (``F.max_pool2d``,
+    made by ``boolean_dispatch``) is followed into what it calls: both are read as Python."""
+    code = getattr(fn, "__code__", None)
+    names = getattr(fn, "__globals__", {})
+    return code is not None and getattr(fn, "__module__", None) == "torch.nn.init" \
+        and any(name in code.co_names and name not in names for name in CHECK_NAMES)
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_outputs(name: str) -> Optional[int]:
+    """How many tensors ``aten::name`` returns, where every overload but the ``out=`` ones
+    agrees (``adaptive_max_pool2d``: 2); ``None`` where they differ or it is not an aten op."""
+    counts = {len(schema.returns) for schema in torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+              if "out" not in schema.overload_name and schema.returns
+              and all(str(r.type) == "Tensor" for r in schema.returns)}
+    return counts.pop() if len(counts) == 1 else None
