@@ -1695,6 +1695,21 @@ class Interpreter:
                 frame.locals.pop(target.id, None)
             elif isinstance(target, ast.Subscript):
                 self.delete_item(self.eval(target.value), self.eval(target.slice))
+            elif isinstance(target, ast.Attribute):
+                self.delete_attribute(self.eval(target.value), target.attr)
+
+    def delete_attribute(self, target: Value, name: str) -> None:
+        """``del target.name``: dropped from an abstract object (kept as an option where a
+        branch it cannot decide deletes it); on a live object a gap, which is never changed."""
+        if isinstance(target, (Instance, Function)):
+            if self.mult.exact != 1:
+                target.attrs[name] = join([target.attrs.get(name, Opaque(f"{name} unset")),
+                                           Opaque(f"{name} deleted on some path")])
+            else:
+                target.attrs.pop(name, None)
+        elif isinstance(target, Known):
+            self.gap(f"del of attribute {name} of a live {type(target.obj).__name__}{self.where()}: "
+                     "what reads it later is not predicted")
 
     def delete_item(self, container: Value, index: Value) -> None:
         """``del container[index]`` of a dict or list the code built or writes into."""

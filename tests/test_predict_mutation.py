@@ -313,3 +313,20 @@ class _NonlocalOnce(nn.Module):
         if n == 0:
             x = torch.relu(x)
         return x
+
+
+class DeletesAttribute(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 2.0
+
+    def forward(self, x):
+        del self.scale
+        if hasattr(self, "scale"):
+            x = torch.relu(x)
+        return x
+
+
+def test_deleting_a_live_attribute_is_a_gap():
+    pred = tl.predict(DeletesAttribute(), torch.ones(2))
+    assert any("del of attribute scale" in gap.why for gap in pred.gaps)
