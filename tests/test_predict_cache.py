@@ -1,12 +1,15 @@
 """What ``tl.predict`` keeps from one prediction to the next (fakes of tensors, source read
-per definition) is never served stale: a changed parameter, buffer, input or source file
-gives the answer a fresh process would."""
+per definition, parameter names and places per source file) and within one (the torch
+host's answers per callable and tensor attribute) is never served stale: a changed
+parameter, buffer, input, module attribute, config value, submodule, tensor method or
+source file gives the answer a fresh process would."""
 
 from __future__ import annotations
 
 import importlib.util
 import linecache
 import sys
+from types import SimpleNamespace
 
 import torch
 from torch import nn
@@ -149,3 +152,71 @@ def test_empty_like_made_without_the_fake_mode_is_its_own() -> None:
                             own = torch.empty_like(fake)
                         made = _empty_like(mode, fake)
                     assert everything(made) == everything(own), (shape, dtype, grad, inference)
+
+
+class Configured(nn.Module):
+    """Its ops follow a module attribute, a config value and a submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config = SimpleNamespace(activation="tanh", depth=1)
+        self.scale = True
+        self.proj = nn.Linear(3, 3)
+
+    def forward(self, x):
+        for _ in range(self.config.depth):
+            x = self.proj(x)
+        x = torch.tanh(x) if self.config.activation == "tanh" else torch.sigmoid(x)
+        return x * 2 if self.scale else x
+
+
+def test_a_module_attribute_a_config_value_and_a_submodule_changed_between_predictions() -> None:
+    model, x = Configured(), torch.randn(2, 3)
+    assert _ops(tl.predict(model, x)) == ["linear", "tanh", "mul"]
+    model.scale = False
+    assert _ops(tl.predict(model, x)) == ["linear", "tanh"]
+    model.config.activation = "sigmoid"
+    assert _ops(tl.predict(model, x)) == ["linear", "sigmoid"]
+    model.config.depth = 3
+    assert tl.predict(model, x).layers[0].count.lo == 3
+    model.proj = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    assert _ops(tl.predict(model, x)) == ["linear", "relu", "sigmoid"]
+
+
+class CallsAPatchedMethod(nn.Module):
+    def forward(self, x):
+        return x.speed_test_helper() + x
+
+
+def test_a_tensor_method_patched_between_predictions_is_read_again() -> None:
+    """The torch host keeps what a tensor attribute is for one prediction only."""
+    model, x = CallsAPatchedMethod(), torch.randn(2)
+    torch.Tensor.speed_test_helper = lambda self: torch.tanh(self)
+    try:
+        assert _ops(tl.predict(model, x)) == ["tanh", "add"]
+        torch.Tensor.speed_test_helper = lambda self: torch.sigmoid(self).exp()
+        assert _ops(tl.predict(model, x)) == ["sigmoid", "exp", "add"]
+    finally:
+        del torch.Tensor.speed_test_helper
+
+
+def test_a_signature_edited_and_reloaded_is_bound_again(tmp_path, monkeypatch) -> None:
+    """Parameter names and places are kept per source file: an edited file is read afresh
+    (with the names kept from the first text, ``act('sigmoid', x)`` would bind ``x='sigmoid'``)."""
+    path = tmp_path / "resigned_model.py"
+    body = "    return torch.tanh(x) if kind == 'tanh' else torch.sigmoid(x)\n"
+    path.write_text("import torch\nfrom torch import nn\n\n\ndef act(x, kind):\n" + body +
+                    "\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return act(x, 'tanh')\n")
+
+    def load():
+        spec = importlib.util.spec_from_file_location("resigned_model", path)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, "resigned_model", module)
+        spec.loader.exec_module(module)
+        return module
+
+    assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["tanh"]
+    path.write_text(path.read_text().replace("def act(x, kind):", "def act(kind, x):")
+                    .replace("act(x, 'tanh')", "act('sigmoid', x)"))
+    linecache.checkcache(str(path))
+    assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["sigmoid"]
