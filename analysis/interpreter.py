@@ -58,7 +58,7 @@ from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRE
                          UNPACK, WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
-from .source import CALL_OPS, SourceFile, source_of_code, source_text
+from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
                      concrete_args, contains, element_of, identical, join, may_hold_tensor, origins, truth,
@@ -902,7 +902,7 @@ class Interpreter:
             return self.opaque_call(code, args, kwargs, f"{code.co_name}: bytecode and source do not align")
         if code.co_flags & (inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
             return self.opaque_call(code, args, kwargs, f"{code.co_name} is asynchronous: its ops are not followed")
-        local = self.bind(node.args, defaults, kw_defaults, args, kwargs)  # type: ignore[attr-defined]
+        local = self.bind(src.parameters(node), defaults, kw_defaults, args, kwargs)
         frame = Frame(code, src, node, local, enclosing, globals_, closure_id, owner)
         if code.co_flags & inspect.CO_GENERATOR:  # its body runs as it is consumed
             body = Resumable(self, frame, node.body)  # type: ignore[attr-defined]
@@ -925,29 +925,29 @@ class Interpreter:
             self.mult = saved
             self.stack.pop()
 
-    def bind(self, spec: ast.arguments, defaults: list[Value], kw_defaults: dict[str, Value],
+    def bind(self, spec: Parameters, defaults: list[Value], kw_defaults: dict[str, Value],
              args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
         """Parameters -> values, as CPython binds them (missing ones become opaque)."""
-        positional = [a.arg for a in (*spec.posonlyargs, *spec.args)]
-        local: dict[str, Value] = {}
-        for name, value in zip(positional, args):
-            local[name] = value
-        extra = args[len(positional):]
+        positional = spec.positional
+        local: dict[str, Value] = dict(zip(positional, args))
         if spec.vararg is not None:
-            local[spec.vararg.arg] = Seq(list(extra))
-        rest = dict(kwargs)
-        for name in positional + [a.arg for a in spec.kwonlyargs]:
-            if name in rest and name not in local:
-                local[name] = rest.pop(name)
+            local[spec.vararg] = Seq(args[len(positional):])
+        if kwargs:
+            rest = dict(kwargs)
+            for name in spec.named:
+                if name in rest and name not in local:
+                    local[name] = rest.pop(name)
+        else:
+            rest = {}
         if spec.kwarg is not None:
-            local[spec.kwarg.arg] = Dict(rest)
+            local[spec.kwarg] = Dict(rest)
         first_default = len(positional) - len(defaults)
         for k, name in enumerate(positional):
             if name not in local:
                 local[name] = defaults[k - first_default] if k >= first_default else Opaque(f"argument {name} missing")
-        for a in spec.kwonlyargs:
-            if a.arg not in local:
-                local[a.arg] = kw_defaults.get(a.arg, Opaque(f"argument {a.arg} missing"))
+        for name in spec.kwonly:
+            if name not in local:
+                local[name] = kw_defaults.get(name, Opaque(f"argument {name} missing"))
         return local
 
     def call_place(self, node: ast.AST) -> None:
@@ -960,10 +960,14 @@ class Interpreter:
     """Mixin of :class:`analysis.interpreter.Interpreter`: evaluates expression nodes."""
 
     def eval(self, node: ast.AST) -> Value:
-        method = getattr(self, "eval_" + type(node).__name__, None)
+        method = _EVAL.get(type(node))
         if method is None:
-            return Opaque(f"{type(node).__name__} expression")
-        return method(node)
+            method = _EVAL[type(node)] = getattr(Interpreter, "eval_" + type(node).__name__, Interpreter.no_eval)
+        return method(self, node)
+
+    def no_eval(self, node: ast.AST) -> Value:
+        """An expression kind the run does not model."""
+        return Opaque(f"{type(node).__name__} expression")
 
     # -- leaves ------------------------------------------------------------------------------
 
@@ -1630,14 +1634,17 @@ class Interpreter:
     def exec_block(self, body: list[ast.stmt]) -> Optional[Signal]:
         for stmt in body:
             self.step()
-            method = getattr(self, "exec_" + type(stmt).__name__, None)
+            method = _EXEC.get(type(stmt))
             if method is None:
-                self.gap(f"{type(stmt).__name__} statement{self.where(stmt)} is not followed")
-                continue
-            signal = method(stmt)
+                method = _EXEC[type(stmt)] = getattr(Interpreter, "exec_" + type(stmt).__name__, Interpreter.no_exec)
+            signal = method(self, stmt)
             if signal is not None:
                 return signal
         return None
+
+    def no_exec(self, node: ast.stmt) -> None:
+        """A statement kind the run does not model."""
+        self.gap(f"{type(node).__name__} statement{self.where(node)} is not followed")
 
     def exec_Pass(self, node: ast.Pass) -> None:
         return None
@@ -2668,6 +2675,11 @@ def _always_raises(block: list[ast.stmt]) -> bool:
     """An arm that can only raise (argument checks): the prediction takes it as not run."""
     return bool(block) and isinstance(block[-1], ast.Raise) and not any(
         isinstance(n, (ast.Return, ast.Break, ast.Continue)) for stmt in block for n in ast.walk(stmt))
+
+
+#: The visitor method of each syntax node class (``eval_Name``, ``exec_If``), looked up once per class.
+_EVAL: dict[type, Callable[..., Value]] = {}
+_EXEC: dict[type, Callable[..., Optional[Signal]]] = {}
 
 
 class _Held:

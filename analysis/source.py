@@ -33,7 +33,7 @@ from .caches import PerFile
 from .errors import SourceUnavailableError
 from .sites import Place, instruction_place
 
-__all__ = ["SourceFile", "source_file", "source_of_code", "source_text", "NODES", "CALL_OPS"]
+__all__ = ["SourceFile", "Parameters", "source_file", "source_of_code", "source_text", "NODES", "CALL_OPS"]
 
 #: Node kinds whose instructions can reach a torch op: calls, operators, subscripts,
 #: attribute loads (properties), ``for`` (``__iter__``/``__next__``) and ``with``.
@@ -47,6 +47,28 @@ CALL_OPS = frozenset({"CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX", "
 _SCOPES = {ast.FunctionDef: None, ast.AsyncFunctionDef: None, ast.ClassDef: None,
            ast.Lambda: "<lambda>", ast.GeneratorExp: "<genexpr>", ast.ListComp: "<listcomp>",
            ast.SetComp: "<setcomp>", ast.DictComp: "<dictcomp>"}
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """A function's parameter names, as binding arguments reads them."""
+
+    #: Positional-only, then positional-or-keyword.
+    positional: tuple[str, ...]
+    #: Keyword-only.
+    kwonly: tuple[str, ...]
+    #: Every name an argument may bind by keyword or position: ``positional + kwonly``.
+    named: tuple[str, ...]
+    #: ``*args`` and ``**kwargs`` names, if any.
+    vararg: Optional[str]
+    kwarg: Optional[str]
+
+    @classmethod
+    def of(cls, spec: ast.arguments) -> Parameters:
+        positional = tuple(a.arg for a in (*spec.posonlyargs, *spec.args))
+        kwonly = tuple(a.arg for a in spec.kwonlyargs)
+        return cls(positional, kwonly, positional + kwonly, spec.vararg.arg if spec.vararg else None,
+                   spec.kwarg.arg if spec.kwarg else None)
 
 
 @dataclass(eq=False)
@@ -69,9 +91,28 @@ class SourceFile:
     by_key: dict[tuple[int, str], list[CodeType]] = field(default_factory=dict)
     #: ``id(code)`` of code objects whose alignment failed: their places are unknown.
     unaligned: set[int] = field(default_factory=set)
+    #: A function node -> its :class:`Parameters` (see :meth:`parameters`).
+    _parameters: dict[ast.AST, Parameters] = field(default_factory=dict, repr=False)
+    #: ``(node, opnames)`` -> what :meth:`place` gave (the file's nodes and code do not change).
+    _places: dict[tuple[ast.AST, frozenset[str]], Optional[Place]] = field(default_factory=dict, repr=False)
 
     def place(self, node: ast.AST, opnames: frozenset[str]) -> Optional[Place]:
         """The place of ``node``'s first instruction whose opname is in ``opnames``."""
+        key = (node, opnames)
+        try:
+            return self._places[key]
+        except KeyError:
+            place = self._places[key] = self._first_place(node, opnames)
+            return place
+
+    def parameters(self, node: ast.AST) -> Parameters:
+        """The parameter names of a function or lambda node of this file."""
+        found = self._parameters.get(node)
+        if found is None:
+            found = self._parameters[node] = Parameters.of(node.args)  # type: ignore[attr-defined]
+        return found
+
+    def _first_place(self, node: ast.AST, opnames: frozenset[str]) -> Optional[Place]:
         for owner in (node, getattr(node, "func", None)):
             # A method call's CALL carries its attribute's line (3.11+: the compiler moves a
             # method call's start to the attribute name), so look there second.
