@@ -22,6 +22,10 @@ from .records import Ops, Param
 from .trace import Trace
 
 
+#: ``tl.trace``'s options when none are given (frozen, so one instance serves every trace).
+_DEFAULT_OPTIONS = CaptureOptions()
+
+
 def trace(
     model: nn.Module,
     *inputs: Any,
@@ -104,6 +108,6 @@ def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: A
                        "a mapping of keyword arguments for forward")
     check_bool(f"{entry}(check_prediction=...)", check_prediction)
     if capture is None:
-        return CaptureOptions()
+        return _DEFAULT_OPTIONS
     return check_instance(f"{entry}(capture=...)", capture, CaptureOptions, "a tl.options.CaptureOptions",
                           "build one with tl.options.CaptureOptions(...)")
