@@ -12,11 +12,14 @@ model's is reported with what the trace itself holds (``trace.nbytes``).
 Runs on one intra-op thread so the ratios measure per-op work, not thread scheduling, and
 times the CPU time of that thread (``time.thread_time``: on a shared machine, the time other
 processes take the core away is not counted). The timings are interleaved and each keeps its
-best of ``--repeat``. Before each timed run the garbage of the previous ones is collected, with
-the objects that existed before the timings frozen (``gc.freeze``): a full collection walks
-every Python object torch and the model hold, and the caches it leaves cold would add about
-0.3 ms to whatever runs next (a raw 10-op MLP pass measured 0.6 ms after a full collection,
-0.23 ms without), a cost of the benchmark, not of any column.
+best of ``--repeat``. Each timed run comes right after an untimed run of the same kind, so
+that every column is timed with warm caches, whatever ran before it (a trace's records and
+tensors leave them cold for a raw pass of a small model). Before each timed run the garbage of
+the previous ones is collected, with the objects that existed before the timings frozen
+(``gc.freeze``): a full collection walks every Python object torch and the model hold, and the
+caches it leaves cold would add about 0.3 ms to whatever runs next (a raw 10-op MLP pass
+measured 0.6 ms after a full collection, 0.23 ms without), a cost of the benchmark, not of any
+column.
 
     python benchmarks/overhead.py [--repeat 7] [--no-memory]
 """
@@ -144,6 +147,7 @@ def timings(model: nn.Module, inputs: tuple, repeat: int) -> dict[str, float]:
     try:
         for _ in range(repeat):
             for name, run in runs.items():
+                run()  # warms the caches for this kind of run
                 gc.collect()
                 start = time.thread_time()
                 run()
