@@ -9,12 +9,16 @@ ops, else the first module output holding it, else the first module input.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Iterable, Optional
 
 import torch
 
 from .containers import ContainerSpec, NodeKind, RawContainer, Role, flatten, flatten_call, leaf_paths
 from .record import INPUT, OUTPUT
+
+_Tensor = torch.Tensor
+#: Constants :func:`plain_leaves` passes over (exact types: a subclass may be a registered container).
+_NUMBERS = frozenset({bool, int, float})
 
 #: Which roots claim an op first when its tensor sits in several.
 _CLAIM_ORDER = (Role.MODEL_OUTPUT, Role.MODEL_INPUT, Role.MODULE_OUTPUT, Role.MODULE_INPUT)
@@ -72,41 +76,74 @@ def record_module_call(capture: Any, call: int, args: tuple, kwargs: dict, out: 
 
 def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
     """Op indices of the tensors a module call takes (one level into lists, tuples, dicts)."""
-    found: dict[int, None] = {}
-    producer = _producer(capture)
+    if not kwargs and len(args) == 1 and isinstance(args[0], _Tensor):  # one tensor: the common case
+        return _index(capture, args[0])
+    tensors: list[torch.Tensor] = []
     for value in (*args, *kwargs.values()) if kwargs else args:
-        if isinstance(value, torch.Tensor):
-            items: Any = (value,)
-        elif isinstance(value, (list, tuple)):
+        if value is None:
+            continue
+        if isinstance(value, _Tensor):
+            tensors.append(value)
+            continue
+        items: Iterable[Any]
+        if isinstance(value, (list, tuple)):
             items = value
         elif isinstance(value, dict):
             items = value.values()
         else:
             continue
         for item in items:
-            if isinstance(item, torch.Tensor):
-                index = producer(item)
-                if index is not None:
-                    found[index] = None
-    return list(found)
+            if isinstance(item, _Tensor):
+                tensors.append(item)
+    return _indices(capture, tensors)
 
 
 def call_outputs(capture: Any, out: Any) -> list[int]:
     """Op indices of every tensor leaf of a module call's return value."""
-    producer = _producer(capture)
-    if isinstance(out, torch.Tensor):
-        index = producer(out)
-        return [] if index is None else [index]
-    return list(dict.fromkeys(i for i in (producer(t) for t in flatten(out).leaves) if i is not None))
+    if isinstance(out, _Tensor):
+        return _index(capture, out)
+    leaves = plain_leaves(out)
+    return _indices(capture, flatten(out).leaves if leaves is None else leaves)
 
 
-def _producer(capture: Any) -> Callable[[torch.Tensor], Optional[int]]:
-    """``capture.producer_of``; where every output is kept alive (``save="all"``) no tensor's id
-    can be one a dead output had, so the table is read directly (the common, cheaper case)."""
+def plain_leaves(value: Any) -> Optional[list[torch.Tensor]]:
+    """``flatten(value).leaves`` without the spec tree, for a plain tuple or list whose items are
+    tensors, ``None``, plain numbers and tuples of tensors and ``None`` (an LSTM's
+    ``(output, (h, c))``, a block's ``(hidden, None)``); ``None`` for any other value."""
+    if type(value) is not tuple and type(value) is not list:
+        return None
+    leaves: list[torch.Tensor] = []
+    for item in value:
+        if isinstance(item, _Tensor):
+            leaves.append(item)
+        elif type(item) is tuple:
+            for inner in item:
+                if isinstance(inner, _Tensor):
+                    leaves.append(inner)
+                elif inner is not None:
+                    return None
+        elif item is not None and type(item) not in _NUMBERS:
+            return None
+    return leaves
+
+
+def _index(capture: Any, tensor: torch.Tensor) -> list[int]:
+    """:func:`_indices` of one tensor."""
+    index = capture.producer.get(id(tensor)) if capture.refs is None else capture.producer_of(tensor)
+    return [] if index is None else [index]
+
+
+def _indices(capture: Any, tensors: list[torch.Tensor]) -> list[int]:
+    """The ops whose outputs ``tensors`` are, each once, in order (tensors no op made left out).
+
+    Where every output is kept alive (``save="all"``) no tensor's id can be one a dead output
+    had, so the producer table is read directly (the common, cheaper case); otherwise through
+    ``capture.producer_of``, which checks the id against the output's weak reference."""
     if capture.refs is None:
-        table = capture.producer
-        return lambda tensor: table.get(id(tensor))
-    return capture.producer_of
+        found = map(capture.producer.get, map(id, tensors))
+    else:
+        found = map(capture.producer_of, tensors)
+    return list(dict.fromkeys([index for index in found if index is not None]))
 
 
 def _add(capture: Any, role: Role, root_id: str, spec: Any, leaves: list) -> None:

@@ -1,0 +1,122 @@
+"""The capture's fast paths give exactly what its general paths give.
+
+Each fast path of the capture (``capture/session.py``, ``capture/boundary.py``) is a shortcut
+for a common case of a general path. Here every Cases model (and a few models that take the
+general paths on purpose) is captured with the fast paths on and with them turned off, and the
+two raw captures are compared field by field: ops, parents, call sites, replay records, module
+calls, containers, buffers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import pytest
+import torch
+from torch import nn
+
+from models.table import ALL_PARAMS, Case, build
+from torchlens.capture import boundary, session
+from torchlens.capture.containers import flatten
+from torchlens.capture.session import capture_forward
+
+
+def assert_same(a: Any, b: Any, path: str = "raw") -> None:
+    """``a`` and ``b`` hold equal values in the same structure (tensors by type, shape, dtype
+    and value; modules by type: each capture runs its own copy of the model)."""
+    if isinstance(a, torch.Tensor):
+        assert type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype, path
+        if a.layout is torch.strided and a.device.type != "meta" and not a.is_quantized:
+            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=path)
+        return
+    assert type(a) is type(b), f"{path}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, nn.Module):
+        return
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        for f in dataclasses.fields(a):
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{k}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for key in a:
+            assert_same(a[key], b[key], f"{path}[{key!r}]")
+    else:
+        assert a is b or a == b, f"{path}: {a!r} != {b!r}"
+
+
+def capture(case: Case, **options: Any) -> Any:
+    model, inputs = build(case)
+    torch.manual_seed(1)
+    return capture_forward(model, inputs, {}, **options)
+
+
+def general_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn every fast path off."""
+    monkeypatch.setattr(boundary, "plain_leaves", lambda value: None)
+
+
+@pytest.mark.parametrize("options", [{}, {"containers": True}, {"save": "none"}], ids=["all", "containers", "none"])
+@pytest.mark.parametrize("case", ALL_PARAMS)
+def test_fast_paths_record_what_the_general_paths_record(case: Case, options: dict,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = capture(case, **options)
+    with monkeypatch.context() as patched:
+        general_paths(patched)
+        general = capture(case, **options)
+    assert_same(fast, general)
+
+
+def test_the_comparison_sees_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = next(p.values[0] for p in ALL_PARAMS if p.id == "loop-tanh-mul")
+    fast = capture(case)
+    with monkeypatch.context() as patched:
+        patched.setattr(session, "call_outputs", lambda capture, out: [])
+        broken = capture(case)
+    with pytest.raises(AssertionError, match="outputs"):
+        assert_same(fast, broken)
+
+
+class Pair(nn.Module):
+    def forward(self, x):
+        return x
+
+
+VALUES: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
+    "tuple": lambda a, b: (a, b),
+    "list with None and numbers": lambda a, b: [a, None, 3, 2.5, True, b],
+    "lstm-shaped": lambda a, b: (a, (b, a)),
+    "inner None": lambda a, b: (a, (None, b)),
+    "empty": lambda a, b: (),
+    "inner list": lambda a, b: (a, [b]),
+    "dict": lambda a, b: {"x": a},
+    "inner dict": lambda a, b: (a, {"y": b}),
+    "string": lambda a, b: (a, "b"),
+    "int subclass": lambda a, b: (a, torch.Size([2])),
+    "inner number": lambda a, b: (a, (b, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(VALUES))
+def test_plain_leaves_are_the_flattened_leaves(name: str) -> None:
+    """``plain_leaves`` answers only for values it reads exactly as ``flatten`` does."""
+    a, b = torch.ones(1), torch.zeros(1)
+    value = VALUES[name](a, b)
+    leaves = boundary.plain_leaves(value)
+    if leaves is not None:
+        assert [id(t) for t in leaves] == [id(t) for t in flatten(value).leaves]
+    plain = name in {"tuple", "list with None and numbers", "lstm-shaped", "inner None", "empty"}
+    assert (leaves is not None) == plain
+
+
+def test_call_inputs_of_one_tensor_is_the_general_answer() -> None:
+    import types
+
+    made, param = torch.ones(1), torch.zeros(1)
+    capture_ = types.SimpleNamespace(producer={id(made): 7}, refs=None)
+    for args, kwargs, expected in [((made,), {}, [7]), ((param,), {}, []), ((made, made), {}, [7]),
+                                   ((), {"x": made}, [7]), (([made, param], None), {"y": (made,)}, [7])]:
+        assert boundary.call_inputs(capture_, args, kwargs) == expected
