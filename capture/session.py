@@ -46,6 +46,7 @@ from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, 
 from .walk import named_modules
 
 _Tensor = torch.Tensor
+_INSTALLED = Stage.INSTALLED
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
 _CALL_IMPL_FUNC = nn.Module._call_impl
@@ -81,12 +82,18 @@ class Capture(LeavesStack, TorchFunctionMode):
     it passes every call through and takes itself off the stack.
     """
 
+    #: Whether the hot path takes its shortcuts for the common cases (a plain op decided by
+    #: one lookup, tensor arguments read inline); ``tests/test_capture_fast.py`` turns them off
+    #: to check that the general paths record the same.
+    fast = True
+
     def __init__(self, model: nn.Module, save: Save = ALL, containers: bool = False,
                  gradients: bool = False) -> None:
         super().__init__()
         self.raw = RawCapture()
-        #: With ``save_gradients``: the store the tensor hooks fill.
-        self.raw.gradients = Gradients() if gradients else None
+        #: ``raw.ops``, and with ``save_gradients`` the store the tensor hooks fill (``raw.gradients``).
+        self.ops = self.raw.ops
+        self.gradients = self.raw.gradients = Gradients() if gradients else None
         #: Keep every output and the replay records (``save="all"``).
         self.keep_all = save == ALL
         #: For a selection: which ops to keep, and their labels as grouping will give them.
@@ -111,6 +118,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.param_names: dict[int, str] = {}
         self.addresses: dict[int, str] = {}
         self.func_info: dict[Any, funcs.FuncInfo] = {}
+        #: The plain ops met (an op, not in place, no fused buffer write) -> their name: what
+        #: :meth:`__torch_function__` decides with one lookup.
+        self.plain: dict[Any, str] = {}
         self.hook_calls: dict[int, bool] = {}
         self.pending_name: Optional[str] = None
         self.bypass = False
@@ -151,18 +161,30 @@ class Capture(LeavesStack, TorchFunctionMode):
     # -- torch function mode -------------------------------------------------------------
 
     def done(self) -> bool:  # noqa: D102 (LeavesStack: a copy of the mode left after the capture)
-        return self.stage is not Stage.INSTALLED
+        return self.stage is not _INSTALLED
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
                            kwargs: Optional[dict] = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        if self.stage is not Stage.INSTALLED:
+        if self.stage is not _INSTALLED:
             self.leave_stack(sys._getframe(1))
             return func(*args, **kwargs)
+        name = self.plain.get(func)
+        if name is not None and not (self.suspended or self.bypass or self.pending_name is not None):
+            # A plain op (not in place, no buffer statistics, not renamed): the common case.
+            try:
+                out = func(*args, **kwargs)
+            except Exception as error:
+                self._annotate(error, name, sys._getframe(1))
+                raise
+            self._record(func, name, args, kwargs, out, sys._getframe(1))
+            return out
         info = self.func_info.get(func)
         if info is None:
             info = self.func_info[func] = funcs.classify(func)
+            if self.fast and info.kind is funcs.OP and not info.inplace and info.name not in FUSED_MUTATORS:
+                self.plain[func] = info.name
         if self.suspended or info.kind is funcs.QUERY:
             return func(*args, **kwargs)
         if info.kind is funcs.TRANSPARENT and not self.bypass:
@@ -254,19 +276,19 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def add_op(self, op: RawOp) -> int:
         """Append a recorded op, dropping its output unless it is selected; return its index."""
-        ops = self.raw.ops
+        ops = self.ops
         index = len(ops)
         ops.append(op)
         tensor = op.out
-        if self.raw.gradients is not None:
+        if self.gradients is not None:
             self.suspended += 1  # register_hook dispatches to the mode
             try:
-                self.raw.gradients.watch(index, tensor)
+                self.gradients.watch(index, tensor)
             finally:
                 self.suspended -= 1
         self.producer[id(tensor)] = index
-        if not self.keep_all:
-            self.refs[id(tensor)] = weakref.ref(tensor)  # type: ignore[index]
+        if self.refs is not None:  # not every output kept (``save`` other than "all")
+            self.refs[id(tensor)] = weakref.ref(tensor)
             labels = self.labels.add(index, op) if self.labels is not None else None
             # Buffer versions are kept while the capture runs (the journal compares them) and
             # selected at its end (:meth:`drop_unselected_buffers`).
@@ -333,31 +355,48 @@ class Capture(LeavesStack, TorchFunctionMode):
         sources: list[Source] = []
         parents: list[int] = []
         params: list[str] = []
-        kept = []
-        for value in args:
-            if isinstance(value, _Tensor):
-                value = self._read_tensor(value, sources, parents, params)
-            elif type(value) is list or type(value) is tuple:
-                value = self._read_items(value, sources, parents, params)
-            kept.append(value)
-        kept_kwargs = {}
-        for key, value in kwargs.items():
-            if isinstance(value, _Tensor):
-                value = self._read_tensor(value, sources, parents, params)
-            elif type(value) is list or type(value) is tuple:
-                value = self._read_items(value, sources, parents, params)
-            kept_kwargs[key] = value
-        return tuple(kept), kept_kwargs, sources, parents, tuple(params)
+        kept: list[Any] = []
+        if self.fast and self.refs is None and not self.storage_writer:
+            # An op's output is known by its id alone (no weak check, no aliased write): the
+            # common case, read here; a parameter too.
+            get, param_names = self.producer.get, self.param_names
+            for value in args:
+                if isinstance(value, _Tensor):
+                    index = get(id(value))
+                    if index is not None:
+                        sources.append(index)
+                        parents.append(index)
+                        kept.append(PRODUCED)
+                        continue
+                    name = param_names.get(id(value))
+                    if name is not None:
+                        params.append(name)
+                        sources.append(-1)
+                        kept.append(value)
+                        continue
+                elif type(value) is not list and type(value) is not tuple:
+                    kept.append(value)
+                    continue
+                kept.append(self._read_value(value, sources, parents, params))
+        else:
+            kept = [self._read_value(value, sources, parents, params) for value in args]
+        if kwargs:
+            kwargs = {key: self._read_value(value, sources, parents, params) for key, value in kwargs.items()}
+        return tuple(kept), kwargs, sources, parents, tuple(params)
 
-    def _read_items(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
-        return type(value)([self._read_tensor(item, sources, parents, params) if isinstance(item, _Tensor)
-                            else item for item in value])
+    def _read_value(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
+        if isinstance(value, _Tensor):
+            return self._read_tensor(value, sources, parents, params)
+        if type(value) is list or type(value) is tuple:
+            return type(value)([self._read_tensor(item, sources, parents, params) if isinstance(item, _Tensor)
+                                else item for item in value])
+        return value
 
     def _read_tensor(self, tensor: _Tensor, sources: list[Source], parents: list[int], params: list[str]) -> Any:
         index = self.producer.get(id(tensor))
         source: Source
         if index is not None and self.refs is None and not self.storage_writer:
-            source = index  # an op's output, no weak check, no aliased write: the common case
+            source = index  # an op's output, no weak check, no aliased write
         elif index is None and id(tensor) in self.param_names:
             params.append(self.param_names[id(tensor)])
             source = -1

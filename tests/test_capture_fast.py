@@ -57,6 +57,7 @@ def capture(case: Case, **options: Any) -> Any:
 def general_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn every fast path off."""
     monkeypatch.setattr(boundary, "plain_leaves", lambda value: None)
+    monkeypatch.setattr(session.Capture, "fast", False)
 
 
 @pytest.mark.parametrize("options", [{}, {"containers": True}, {"save": "none"}], ids=["all", "containers", "none"])
@@ -68,6 +69,18 @@ def test_fast_paths_record_what_the_general_paths_record(case: Case, options: di
         general_paths(patched)
         general = capture(case, **options)
     assert_same(fast, general)
+
+
+def test_the_switch_turns_the_fast_paths_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    original = session.Capture._read_value
+    monkeypatch.setattr(session.Capture, "_read_value", lambda self, *args: calls.append(1) or original(self, *args))
+    case = next(p.values[0] for p in ALL_PARAMS if p.id == "loop-tanh-mul")
+    capture(case)
+    assert not calls
+    general_paths(monkeypatch)
+    capture(case)
+    assert calls
 
 
 def test_the_comparison_sees_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
