@@ -233,3 +233,10 @@ def storage_key(tensor: torch.Tensor) -> int:
     except (RuntimeError, NotImplementedError):  # sparse, meta or functional tensors
         return -id(tensor)
 
+
+def storage_keys(tensors: list[torch.Tensor]) -> list[int]:
+    """:func:`storage_key` of each tensor (in one C loop where no tensor needs the fallback)."""
+    try:
+        return list(map(_storage_address, tensors))
+    except (RuntimeError, NotImplementedError):
+        return [storage_key(tensor) for tensor in tensors]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Optional
 import torch
 from torch import nn
 
-from .buffers import storage_key
+from .buffers import storage_key, storage_keys
 from .record import RawCapture, meta_of
 from .replay import RecordedCall, settle_call, substitute
 from .walk import named_modules
@@ -174,25 +174,27 @@ class Ownership:
         """Copy what can still change; keep replay arguments only when the trace can replay."""
         self.state |= state_storages(named_modules(self.model), self.inputs)[0]  # reassigned during forward
         state = self.state
-        for op in raw.ops:
-            out = op.out
-            if out is not None and storage_key(out) in state:
-                op.meta = op.meta or meta_of(out)
-                op.out = self._copy(out)
+        saved = [op for op in raw.ops if op.out is not None]
+        keys = storage_keys([op.out for op in saved])
+        if not state.isdisjoint(keys):  # some output shares a storage with the state: copy those
+            for op, key in zip(saved, keys):
+                if key in state:
+                    op.meta = op.meta or meta_of(op.out)
+                    op.out = self._copy(op.out)
         own = self.own
         for root in raw.containers:
             if root.values is not None:
                 root.values = tuple(own(t) for t in root.values)
         raw.buffer_values = {a: (own(first), own(last)) for a, (first, last) in raw.buffer_values.items()}
+        # A call that reads no tensor but the ops' outputs is kept as it is (``settle_call``).
         settled: dict[int, Any] = {}
         shared: dict[tuple[int, ...], tuple] = {}
         for op in raw.ops:
             call = op.replay
-            if call is not None:
+            if call is not None and (not replayable or -1 in call.sources):
                 if id(call) not in settled:
                     settled[id(call)] = settle_call(call, self._copy, shared) if replayable else None
                 op.replay = settled[id(call)]
-
 
 def _reads(call: RecordedCall, key: int) -> list[bool]:
     found: list[bool] = []
