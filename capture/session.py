@@ -47,6 +47,7 @@ from .walk import named_modules
 
 _Tensor = torch.Tensor
 _INSTALLED = Stage.INSTALLED
+_get_ident = threading.get_ident
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
 _CALL_IMPL_FUNC = nn.Module._call_impl
@@ -112,6 +113,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
         self.storage_writer: dict[int, int] = {}
         self.module_index: dict[int, int] = {}
+        #: Indices of the TorchScript modules among them.
+        self.scripts: set[int] = set()
         #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
         self.keep_alive: list[Any] = []
         self.stack: list[int] = []
@@ -494,6 +497,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         if index is None:
             index = self.module_index[id(module)] = len(self.raw.modules)
             self.keep_alive.append(module)
+            if isinstance(module, _ScriptModule):
+                self.scripts.add(index)
             address = self.addresses.get(id(module))
             if address is None:
                 address = self.addresses[id(module)] = f"<{type(module).__name__}#{index}>"
@@ -512,7 +517,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         """Run one module call as a numbered call of that module, in its own scope."""
         if self.compiled is not None and type(module) is self.compiled:  # torch.compile(m): run m
             return self.call_module(_compiled_target(module), args, kwargs)
-        if threading.get_ident() != self.thread:
+        if _get_ident() != self.thread:
             if id(module) not in self.module_index:
                 return _CALL_IMPL_FUNC(module, *args, **kwargs)  # not the traced model's: untouched
             raise self.guard.refuse(CaptureThreadError(
@@ -524,18 +529,20 @@ class Capture(LeavesStack, TorchFunctionMode):
         index = self.module_index.get(id(module))
         if index is None:
             index = self._module(module)
-        record = self.raw.modules[index]
+        raw = self.raw
+        record = raw.modules[index]
         record.num_calls += 1
-        call = len(self.raw.calls)
-        self.raw.calls.append((index, record.num_calls))
+        call = len(raw.calls)
+        raw.calls.append((index, record.num_calls))
         stack = self.stack
         io = RawCall(stack[-1] if stack else -1, call_inputs(self, args, kwargs), [])
-        self.raw.call_io.append(io)
+        raw.call_io.append(io)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
-        script = isinstance(module, _ScriptModule)
+        script = index in self.scripts
         outermost = script and not self.suspended
-        self.suspended += script
+        if script:
+            self.suspended += 1
         stack.append(call)
         try:
             out = _CALL_IMPL_FUNC(module, *args, **kwargs)
@@ -544,7 +551,8 @@ class Capture(LeavesStack, TorchFunctionMode):
             raise
         finally:
             stack.pop()
-            self.suspended -= script
+            if script:
+                self.suspended -= 1
         io.outputs = call_outputs(self, out)
         if outermost:
             self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
