@@ -83,17 +83,22 @@ def test_an_input_of_another_shape_is_seen() -> None:
     assert tl.predict(model, torch.randn(5, 3)).layers[-1].count.lo == 5
 
 
+def _import_file(path, name: str, monkeypatch):
+    """Import ``path`` as module ``name`` afresh (``sys.modules`` restored after the test)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_a_source_file_edited_and_reloaded_is_read_again(tmp_path, monkeypatch) -> None:
     path = tmp_path / "reloaded_model.py"
     path.write_text("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
                     "    def forward(self, x):\n        return torch.tanh(x)\n")
 
     def load():
-        spec = importlib.util.spec_from_file_location("reloaded_model", path)
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, "reloaded_model", module)
-        spec.loader.exec_module(module)
-        return module
+        return _import_file(path, "reloaded_model", monkeypatch)
 
     assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["tanh"]
     path.write_text(path.read_text().replace("return torch.tanh(x)", "return torch.sigmoid(x).exp()"))
@@ -209,11 +214,7 @@ def test_a_signature_edited_and_reloaded_is_bound_again(tmp_path, monkeypatch) -
                     "\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return act(x, 'tanh')\n")
 
     def load():
-        spec = importlib.util.spec_from_file_location("resigned_model", path)
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, "resigned_model", module)
-        spec.loader.exec_module(module)
-        return module
+        return _import_file(path, "resigned_model", monkeypatch)
 
     assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["tanh"]
     path.write_text(path.read_text().replace("def act(x, kind):", "def act(kind, x):")
