@@ -1253,19 +1253,20 @@ class Interpreter:
 
     def set_attribute(self, target: Value, name: str, value: Value) -> None:
         """``target.name = value``: recorded on abstract objects, overlaid on live ones. Under a
-        branch or loop count the prediction cannot decide, the attribute may keep its old value."""
+        branch or loop count the prediction cannot decide, an attribute that had a value may
+        keep it (one that had none would raise when read: the object made in ``__init__``)."""
         if isinstance(target, (Instance, Function)):
-            if self.mult.exact != 1:
-                value = join([target.attrs.get(name, Opaque(f"{name} unset on some path")), value])
+            if self.mult.exact != 1 and name in target.attrs:
+                value = join([target.attrs[name], value])
             target.attrs[name] = value
         elif isinstance(target, Known):
             key = (id(target.obj), name)
             if self.mult.exact != 1:
                 before = self.overlay.get(key)
-                if before is None:
-                    held = getattr(target.obj, "__dict__", {})
-                    before = self.wrap(held[name]) if name in held else Opaque(f"{name} unset on some path")
-                value = join([before, value])
+                held = getattr(target.obj, "__dict__", {})
+                if before is None and name in held:
+                    before = self.wrap(held[name])
+                value = value if before is None else join([before, value])
             self.overlay[key] = value
             self._keep.append(target.obj)
 

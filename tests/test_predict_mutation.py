@@ -10,6 +10,8 @@ note means the capture agrees.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from torch import nn
@@ -330,3 +332,36 @@ class DeletesAttribute(nn.Module):
 def test_deleting_a_live_attribute_is_a_gap():
     pred = tl.predict(DeletesAttribute(), torch.ones(2))
     assert any("del of attribute scale" in gap.why for gap in pred.gaps)
+
+
+class _Holds:
+    def __init__(self, x):
+        self.x = x
+
+    def __enter__(self):
+        return functools.reduce(torch.mul, self.x).expand(2, 4)
+
+    def __exit__(self, *exc):
+        return False
+
+
+class MadeInUndecidedLoop(nn.Module):
+    """Found by the fuzz campaign: an object made in a loop the prediction does not unroll
+    sets its attribute in ``__init__``; that attribute had no value before, so reading it
+    gives what was written (it was joined with "unset" and the rows ``reduce`` iterates were
+    lost, with no gap)."""
+
+    def forward(self, x):
+        c0 = torch.zeros(())
+        while c0.sum() < 1:
+            with _Holds(x) as x:
+                pass
+            c0 = c0 + 1.0
+        return x
+
+
+def test_an_attribute_first_set_under_an_undecided_loop_is_what_was_written():
+    x = torch.randn(2, 4)
+    pred = tl.predict(MadeInUndecidedLoop(), x)
+    report = tl.trace(MadeInUndecidedLoop(), x).check_prediction(pred)
+    assert report.ok and not pred.gaps, str(report)
