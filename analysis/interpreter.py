@@ -1110,7 +1110,7 @@ class Interpreter:
             if keyword.arg is not None:
                 kwargs[keyword.arg] = value
             elif isinstance(value, Dict):
-                if value.unsure or any(type(k) is object for k in value.items):
+                if not value.listable:
                     self.gap(f"a call given **a dict whose keys are not known{self.where()}: "
                              f"{value.unsure or 'keys it does not know'}")
                 kwargs.update((k, v) for k, v in value.items.items() if isinstance(k, str))
@@ -2193,7 +2193,7 @@ class Interpreter:
         if isinstance(value, Seq):
             return None if value.unsure else iter(list(value.items))
         if isinstance(value, Dict):
-            if value.unsure or any(type(k) is object for k in value.items):
+            if not value.listable:
                 return None
             return iter([Known(k) for k in value.items])
         if isinstance(value, Lazy):
@@ -2324,7 +2324,7 @@ class Interpreter:
             if name == "setdefault":
                 return items.setdefault(key, args[1] if len(args) > 1 else NONE)
             if name in ("keys", "values", "items"):
-                if any(type(k) is object for k in items):
+                if not receiver.listable:
                     return Opaque(f"{name} of a dict with keys it does not know")
                 listed: dict[str, list[Value]] = {
                     "keys": [Known(k) for k in items], "values": list(items.values()),

@@ -138,10 +138,11 @@ def mark_inputs(run: Interpreter, values: list[Value],
 
     if not all(collect(value) for value in (*values, *kw.values())):
         return values, kw, ()
+    labels = tuple(f"input_{n}" for n in range(1, len(leaves) + 1))
     marked: dict[int, Tensor] = {}
-    for n, (key, (live, value)) in enumerate(leaves.items(), 1):
+    for label, (key, (live, value)) in zip(labels, leaves.items()):
         assert isinstance(value, Tensor)
-        marked[key] = Tensor(value.live, value.meta, (ForwardInput(f"input_{n}"), 0))
+        marked[key] = Tensor(value.live, value.meta, (ForwardInput(label), 0))
         if live is not None:
             run.held[id(live)] = (live, marked[key])
 
@@ -151,10 +152,9 @@ def mark_inputs(run: Interpreter, values: list[Value],
         if isinstance(value, Seq):
             return Seq([swap(item) for item in value.items], value.kind, value.unsure)
         if isinstance(value, Dict):
-            return Dict({k: swap(item) for k, item in value.items.items()}, value.kind)
+            return Dict({k: swap(item) for k, item in value.items.items()}, value.kind, value.unsure)
         return value
 
-    labels = tuple(value.origin[0].label for value in marked.values() if value.origin is not None)
     return [swap(v) for v in values], {k: swap(v) for k, v in kw.items()}, labels
 
 
@@ -178,9 +178,7 @@ def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool
     if stopped:
         gaps.append(Gap("self", (), stopped))
     pred = build_prediction(target, run.events, gaps, [*run.notes, *([stopped] if stopped else [])],
-                            None if stopped else returned, inputs)
-    if module_types:
-        pred = replace(pred, module_types=module_types)
+                            None if stopped else returned, inputs, module_types)
     return _open_cut_counts(pred, run.cut) if run.cut else pred
 
 

@@ -209,10 +209,11 @@ class Prediction:
 
 
 def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: list[str],
-                     returned: Any = None, given: tuple[str, ...] = ()) -> Prediction:
+                     returned: Any = None, given: tuple[str, ...] = (),
+                     module_types: Optional[dict[str, str]] = None) -> Prediction:
     """Group events (one per output slot) into layers by key; label them in order of first execution.
     ``returned`` is the predicted value the forward returns (``None``: not known), ``given``
-    the labels of its input layers.
+    the labels of its input layers, ``module_types`` its modules' class names by address.
 
     A layer's count is the sum of its events' counts; an unknown chain groups with the events
     whose chain is unknown for the same reason.
@@ -235,9 +236,8 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
         for i in members[1:]:
             count = count + slots[i][0].count
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        parents = dict.fromkeys(producer.label if isinstance(producer, ForwardInput) else label_of[key]
-                                for i in members for producer, k in inputs[id(slots[i][0])]
-                                if isinstance(producer, ForwardInput) or (key := (id(producer), k)) in label_of)
+        parents = dict.fromkeys(parent for i in members for producer, k in inputs[id(slots[i][0])]
+                                if (parent := _label(producer, k, label_of)) is not None)
         carried = dict.fromkeys(label_of[key] for i in members for producer, k in slots[i][0].carried
                                 if (key := (id(producer), k)) in label_of)
         links = [(label_of[key], pass_of.get(key), pass_of.get((id(slots[i][0]), slots[i][1])))
@@ -250,8 +250,13 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
     shifted = _labels_that_may_shift(slots, groups, labels)
     return Prediction(target, tuple(layers), tuple(dict.fromkeys(gaps)),
                       tuple(dict.fromkeys([*notes, *unsized, *shifted])),
-                      inputs=given,
-                      outputs=_returned_labels(returned, label_of))
+                      inputs=given, outputs=_returned_labels(returned, label_of),
+                      module_types=dict(module_types or {}))
+
+
+def _label(producer: Any, slot: int, label_of: dict[tuple[int, int], str]) -> Optional[str]:
+    """The label of the layer (or input layer) that produced output ``slot`` of ``producer``."""
+    return producer.label if isinstance(producer, ForwardInput) else label_of.get((id(producer), slot))
 
 
 def _returned_labels(returned: Any, label_of: dict[tuple[int, int], str]) -> tuple[str, ...]:
@@ -263,8 +268,7 @@ def _returned_labels(returned: Any, label_of: dict[tuple[int, int], str]) -> tup
         if isinstance(value, Tensor):
             if value.origin is None:
                 return ()
-            producer, k = value.origin
-            label = producer.label if isinstance(producer, ForwardInput) else label_of.get((id(producer), k))
+            label = _label(*value.origin, label_of)
             if label is None:
                 return ()
             labels.append(label)

@@ -124,6 +124,11 @@ class Dict(Value):
     #: empty when they are. Such a dict is neither iterated, measured nor read.
     unsure: str = ""
 
+    @property
+    def listable(self) -> bool:
+        """Whether its keys are all known (none the code computed, none it may have changed)."""
+        return not self.unsure and all(type(k) is not object for k in self.items)
+
 
 @dataclass(eq=False, slots=True)
 class Union(Value):
@@ -285,7 +290,7 @@ def contains(container: Value, item: Value) -> Optional[bool]:
     if isinstance(container, Dict) and isinstance(item, Known):
         if item.obj in container.items:
             return True
-        return None if any(type(k) is object for k in container.items) else False
+        return False if container.listable else None
     if isinstance(container, Known) and isinstance(item, Known):
         try:
             return item.obj in container.obj
@@ -308,9 +313,9 @@ def concrete(value: Value) -> tuple[bool, Any]:
         if all(ok for ok, _ in items):
             objs = [obj for _, obj in items]
             return True, value.kind._make(objs) if hasattr(value.kind, "_make") else value.kind(objs)
-    if isinstance(value, Dict) and not value.unsure:
+    if isinstance(value, Dict) and value.listable:
         pairs = [(k, concrete(v)) for k, v in value.items.items()]
-        if all(ok and type(k) is not object for k, (ok, _) in pairs):
+        if all(ok for _, (ok, _) in pairs):
             return True, {k: obj for k, (_, obj) in pairs}
     if isinstance(value, Tensor) and value.live is not None:
         return True, value.live
