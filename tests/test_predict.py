@@ -605,13 +605,6 @@ class PoolsByFlag(nn.Module):
         return torch.nn.functional.max_pool1d(x.flatten(2), 1)
 
 
-def test_boolean_dispatch_wrappers_are_followed_into_the_function_they_pick():
-    x = torch.randn(1, 2, 8, 8)
-    pred = tl.predict(PoolsByFlag(), x)
-    report = tl.trace(PoolsByFlag(), x).check_prediction(pred)
-    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
-
-
 class AssertsAndSymMax(nn.Module):
     """``torch._assert`` and ``torch.sym_max`` call the torch-function check through
     ``torch.overrides`` but return no tensor: the capture records no op for them."""
@@ -621,8 +614,12 @@ class AssertsAndSymMax(nn.Module):
         return torch.relu(x) * torch.sym_max(x.shape[0], 1)
 
 
-def test_torch_python_that_returns_no_tensor_is_no_op():
-    x = torch.randn(2, 3)
-    pred = tl.predict(AssertsAndSymMax(), x)
-    report = tl.trace(AssertsAndSymMax(), x).check_prediction(pred)
+@pytest.mark.parametrize("cls, shape", [(PoolsByFlag, (1, 2, 8, 8)), (AssertsAndSymMax, (2, 3))],
+                         ids=["boolean-dispatch", "no-tensor-returned"])
+def test_torch_python_is_predicted_as_the_capture_records_it(cls, shape):
+    """A ``boolean_dispatch`` wrapper is followed into the function it picks; torch's Python
+    that returns no tensor is no op."""
+    x = torch.randn(*shape)
+    pred = tl.predict(cls(), x)
+    report = tl.trace(cls(), x).check_prediction(pred)
     assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
