@@ -221,3 +221,177 @@ def test_a_signature_edited_and_reloaded_is_bound_again(tmp_path, monkeypatch) -
                     .replace("act(x, 'tanh')", "act('sigmoid', x)"))
     linecache.checkcache(str(path))
     assert _ops(tl.predict(load().Net(), torch.randn(2))) == ["sigmoid"]
+
+
+# -- the memo of ops on fakes (torchlens.fake_memo): kept across predictions, never stale ----------
+
+
+class WritesIntoAnOutput(nn.Module):
+    """``y`` is an op's output, reshaped in place between two branches that read its shape."""
+
+    def forward(self, x):
+        y = x + 1
+        if y.dim() == 2:
+            x = torch.tanh(x)
+        y.unsqueeze_(0)
+        if y.dim() == 3:
+            x = torch.sigmoid(x)
+        return x, y
+
+
+def test_an_output_changed_in_place_by_the_last_prediction_is_made_again() -> None:
+    """Neither the output changed in place (kept, it would be 3-d) nor the in-place op (kept,
+    it would change nothing) is given again."""
+    model, x = WritesIntoAnOutput(), torch.randn(2, 3)
+    first = _ops(tl.predict(model, x))
+    assert first == ["add", "tanh", "unsqueeze_", "sigmoid"]
+    assert _ops(tl.predict(model, x)) == first == _ops(tl.predict(model, x))
+
+
+class TwoEqualCalls(nn.Module):
+    """The same op on the same argument twice: two distinct tensors, as in a real run."""
+
+    def forward(self, x):
+        a = x + 1
+        b = x + 1
+        a.unsqueeze_(0)
+        if b.dim() == 2:
+            x = torch.tanh(x)
+        if a is b:
+            x = torch.sigmoid(x)
+        return x
+
+
+def test_equal_calls_in_one_prediction_get_distinct_tensors() -> None:
+    model, x = TwoEqualCalls(), torch.randn(2, 3)
+    for _ in range(3):
+        assert _ops(tl.predict(model, x)) == ["add", "add", "unsqueeze_", "tanh"]
+
+
+class WritesThroughAView(nn.Module):
+    """A view of an op's output, written into only when ``write`` is set (the output then
+    requires grad: the write goes through the view to its base); ``reshape`` changes the
+    output in place after its view was made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2, 2))
+        self.write, self.reshape = False, True
+
+    def forward(self, x):
+        base = x * 1
+        v = base.view(2, 2)
+        if self.reshape:
+            base.unsqueeze_(0)
+        if self.write:
+            v.copy_(self.w)
+        if base.requires_grad:
+            x = torch.tanh(x)
+        return x
+
+
+def test_a_view_is_given_again_only_of_the_same_tensor() -> None:
+    """The second prediction makes ``base`` afresh (the kept one was reshaped), and the view
+    of it must not be the last prediction's view (of the last ``base``), although that one
+    still has all its metadata: written through, it would leave this ``base`` without grad."""
+    model = WritesThroughAView()
+    assert _ops(tl.predict(model, torch.randn(4))) == ["mul", "view", "unsqueeze_"]
+    model.write, model.reshape = True, False
+    assert _ops(tl.predict(model, torch.randn(4))) == ["mul", "view", "copy_", "tanh"]
+
+
+class ByGradMode(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.proj(x)
+        return torch.tanh(y) if y.requires_grad else y
+
+
+def test_the_grad_mode_is_part_of_the_key() -> None:
+    model, x = ByGradMode(), torch.randn(2, 3)
+    with torch.no_grad():
+        assert _ops(tl.predict(model, x)) == ["linear"]
+    assert _ops(tl.predict(model, x)) == ["linear", "tanh"]
+    with torch.no_grad():
+        assert _ops(tl.predict(model, x)) == ["linear"]
+
+
+def test_ops_given_again_equal_the_fake_mode_s_own() -> None:
+    """Every kept result, given again by a later prediction, has all the metadata the op
+    gives run afresh on the fake mode (and is the kept object: the memo answered)."""
+    from torchlens.analysis.values import Known, Tensor
+    from torchlens.torch_host import _UNKNOWN, FakeShapes
+
+    def everything(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return (type(t), t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad, t.is_leaf,
+                t._is_view(), t.constant is None)
+
+    live = torch.randn(2, 3, 4), nn.Parameter(torch.randn(4, 4))  # the same fakes in both
+
+    def calls(shapes, fresh):
+        x, w = (shapes.fake(t) for t in live)
+        for fn, args in [(torch.Tensor.view, (x, 6, 4)), (torch.matmul, (x, w)), (torch.Tensor.transpose, (x, 0, 1)),
+                         (torch.tensor, (0.5,)), (torch.Tensor.size, (x,)), (torch.Tensor.size, (x, -1)),
+                         (torch.Tensor.contiguous, (x,)), (torch.max, (x, 1)), ("mT", (x,)), (torch.nonzero, (x,)),
+                         (torch._C._VariableFunctions.split, (x, 2, -1))]:
+            values = [Tensor(meta=a) if isinstance(a, torch.Tensor) else Known(a) for a in args]
+            own = FakeShapes._run(shapes._fake_mode(), fn, list(args), {}) if fresh else None
+            yield fn, own, shapes.run(fn, values, {})
+
+    made = list(calls(FakeShapes(), False))
+    for (fn, own, again), (_, _, before) in zip(calls(FakeShapes(), True), made):
+        if own is _UNKNOWN:
+            assert again is _UNKNOWN, fn
+        elif isinstance(own, torch.Tensor):
+            assert everything(again) == everything(own), fn
+        elif isinstance(own, tuple) and not isinstance(own, torch.Size):
+            assert type(again) is type(own) and [everything(t) for t in again] == [everything(t) for t in own], fn
+            assert again[0] is before[0], fn
+        else:
+            assert again == own, fn
+
+
+def test_the_memo_is_bounded(monkeypatch) -> None:
+    from torchlens import fake_memo
+    from torchlens.torch_host import _kept
+
+    monkeypatch.setattr(fake_memo, "KEYS", 4)
+
+    class Many(nn.Module):
+        def forward(self, x):
+            for k in range(1, 9):
+                x = x.view(k, -1).reshape(-1)
+            return x
+
+    tl.predict(Many(), torch.randn(840))
+    assert 0 < len(_kept().memo) <= 4
+
+
+class ByAConstant(nn.Module):
+    """A branch decided by the value of a tensor made from a Python float (the fake mode
+    carries the value of a one-element tensor made from data)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.s = 2.0
+
+    def forward(self, x):
+        t = 1 / torch.tensor(self.s)
+        if t.item() > 0:
+            x = torch.tanh(x)
+        return x
+
+
+def test_a_constant_s_value_is_part_of_the_key() -> None:
+    """Floats are keyed by their bits: ``0.0`` and ``-0.0`` are equal, their inverses are not."""
+    model, x = ByAConstant(), torch.randn(3)
+    for value, ops in [(2.0, ["tensor", "rdiv", "tanh"]), (-2.0, ["tensor", "rdiv"]),
+                       (0.0, ["tensor", "rdiv", "tanh"]), (-0.0, ["tensor", "rdiv"]),
+                       (0.0, ["tensor", "rdiv", "tanh"])]:
+        model.s = value
+        assert _ops(tl.predict(model, x)) == ops, value

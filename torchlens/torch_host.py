@@ -27,6 +27,8 @@ from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
+from .fake_memo import MISS, RAISED, OpMemo
+
 __all__ = ["TorchHost", "FakeShapes"]
 
 #: Tensor-returning ops whose name says they return something else: no op is recorded.
@@ -389,7 +391,7 @@ def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
 
 
 #: An op whose outputs the fake run could not compute.
-_UNKNOWN = object()
+_UNKNOWN = RAISED
 
 
 class _NoShape(Exception):
@@ -404,11 +406,17 @@ class FakeShapes:
     op changes the fake, never the model), and kept for the next prediction in this thread
     (:class:`_KeptFakes`); an op with an input whose shape is unknown, or whose output shape
     depends on data (``nonzero``, ``item``), gives :data:`_UNKNOWN`. Nothing runs on real
-    data and no random number is drawn.
+    data and no random number is drawn. What an op gave is kept with the kept fakes
+    (:class:`~torchlens.fake_memo.OpMemo`): a later prediction making the same call on fakes
+    of the same metadata gets it back without dispatching, when that is exactly what the
+    op would give.
     """
 
     def __init__(self) -> None:
         self._mode: Any = None
+        self._memo: Optional[OpMemo] = None
+        #: How many calls with each memo key this prediction made (the k-th gets the k-th's result).
+        self._calls: dict[tuple, int] = {}
 
     def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
         try:
@@ -417,6 +425,20 @@ class FakeShapes:
         except _NoShape:
             return _UNKNOWN
         mode = self._fake_mode()
+        memo = self._memo
+        key, inputs = memo.key(fn, plain, plain_kw) if memo is not None else (None, [])
+        if key is None or memo is None:
+            return self._run(mode, fn, plain, plain_kw)
+        k = self._calls[key] = self._calls.get(key, -1) + 1
+        result = memo.get(key, k, inputs)
+        if result is MISS:
+            before = memo.before(inputs)
+            result = self._run(mode, fn, plain, plain_kw)
+            memo.put(key, k, result, inputs, before)
+        return result
+
+    @staticmethod
+    def _run(mode: Any, fn: Any, plain: list, plain_kw: dict) -> Any:
         try:
             if _like_its_input(fn, plain):
                 return _empty_like(mode, plain[0])
@@ -438,7 +460,9 @@ class FakeShapes:
 
     def _fake_mode(self) -> Any:
         if self._mode is None:
-            self._mode = _kept().mode()
+            kept = _kept()
+            self._mode = kept.mode()
+            self._memo = kept.memo
         return self._mode
 
     def _plain(self, value: Value) -> Any:
@@ -503,6 +527,8 @@ class _KeptFakes:
 
     def __init__(self) -> None:
         self._mode: Any = None
+        #: What ops gave on fakes of this mode (dropped with it).
+        self.memo: Optional[OpMemo] = None
         #: ``id(tensor)`` -> (weak reference, its signature, its fake, the fake's signature and version).
         self._entries: dict[int, tuple[weakref.ref, tuple, Any, tuple]] = {}
 
@@ -515,6 +541,7 @@ class _KeptFakes:
 
             self._mode = FakeTensorMode(allow_non_fake_inputs=True)
             self._entries = {}
+            self.memo = OpMemo(self._mode)
         return self._mode
 
     def fake(self, mode: Any, tensor: torch.Tensor) -> Any:

@@ -1,0 +1,243 @@
+"""What ops gave on fake tensors, kept from one prediction to the next, keyed exactly.
+
+A warm prediction runs the same ops on fakes of the same metadata as the last one; torch's
+fake-tensor dispatch costs ~150 us an op (GPT-2 small: 625 ops, about half a warm
+prediction). :class:`OpMemo` gives back what the op gave last time instead, when all of these
+hold, else the op runs on the fake mode as before:
+
+- **The key is exact.** The op is a callable torch implements in C (or a view property by
+  name): its result depends only on its arguments and on torch's global state, never on
+  Python that could have been changed since. Each tensor argument is a fake of this mode,
+  keyed by everything its output can depend on (:func:`tensor_key`: shape, strides, storage
+  offset, dtype, device, layout, ``requires_grad``, leaf, view, conjugate, negative and
+  inference bits, and for a view its base's ``requires_grad`` and leaf bit), and by the
+  value of its constant if it has one (:func:`_constant_key`);
+  every other argument is a plain value keyed by its type and value (ints, floats by their
+  bits, strings, ``None``, dtypes, devices, slices, tuples and lists of those). Anything else
+  (a live tensor, a generator, an object, a dict) is not keyable and the op runs. The
+  global state is part of the key (grad mode, inference mode, default dtype), and nothing
+  is kept or given while autocast or any other torch mode is active.
+- **The op changed nothing.** An op that wrote into or changed any of its tensor arguments
+  (version counter, metadata) is never kept: in-place ops always run.
+- **What is given back is the op's own result, unchanged, and given once per prediction.**
+  The k-th call with a key in a prediction gets the tensors the k-th call with that key
+  made before (two calls never share a tensor, as two real calls never do); an output that
+  was one of the op's arguments is that argument now; an output that shares storage with an
+  argument (a view) is given only if it shares storage with the same argument now; every
+  output must still have all the metadata it was made with (:func:`tensor_key`, its storage
+  and constant): changed since by an in-place op, it is made again. A query's answer (a
+  ``torch.Size``, an int) is an immutable value; an op that raised is :data:`RAISED` again.
+
+Bounded: at most :data:`KEYS` keys (least recently used forgotten first), :data:`PER_KEY`
+calls per key. One memo per fake mode (the kept fakes of a thread: when they are dropped,
+so is the memo).
+"""
+
+from __future__ import annotations
+
+import types
+from collections import OrderedDict
+from typing import Any, Optional
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor
+
+__all__ = ["OpMemo", "RAISED", "MISS", "KEYS", "PER_KEY", "tensor_key"]
+
+#: Keys kept at most, and calls kept per key.
+KEYS, PER_KEY = 8192, 512
+#: The op raised on fakes (data-dependent, unsupported, or wrong arguments).
+RAISED = object()
+#: Nothing kept for this call: run the op.
+MISS = object()
+
+#: Callables whose result is decided by their arguments alone (torch's C functions and methods).
+_C_CALLABLES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                types.ClassMethodDescriptorType, torch._ops.OpOverloadPacket)
+#: Argument types keyed by value.
+_PLAIN = frozenset({int, bool, str, type(None), type(Ellipsis), torch.dtype, torch.device, torch.memory_format,
+                    torch.layout})
+#: Results kept by value (immutable).
+_IMMUTABLE = frozenset({int, float, bool, str, type(None), torch.Size, torch.dtype, torch.device, torch.layout,
+                        torch.memory_format})
+
+
+class _Unkeyable(Exception):
+    """An argument the key cannot hold exactly."""
+
+
+def tensor_key(t: Any) -> tuple:
+    """All of a fake's metadata an op's output (or whether it raises) can depend on."""
+    view = t._is_view()
+    base = t._base if view else None
+    return (t.shape, t.stride(), t.storage_offset(), t.dtype, t.fake_device, t.layout, t.requires_grad, t.is_leaf,
+            view, t.is_conj(), t.is_neg(), t.is_inference(),
+            (base.requires_grad, base.is_leaf) if base is not None else None)
+
+
+def _constant_key(constant: torch.Tensor) -> tuple:
+    """A fake's constant (the fake mode keeps one for tensors of at most one element, made from
+    data: ``torch.tensor(0.5)``) by its value: its metadata and its element, a float by its bits."""
+    if type(constant) is not torch.Tensor or constant.numel() > 1 or constant.layout is not torch.strided:
+        raise _Unkeyable
+    value: Any = constant.item() if constant.numel() else None
+    if isinstance(value, float):
+        value = value.hex()
+    elif isinstance(value, complex):
+        value = value.real.hex(), value.imag.hex()
+    return (constant.shape, constant.stride(), constant.storage_offset(), constant.dtype, constant.device,
+            constant.requires_grad, constant.is_conj(), constant.is_neg(), value)
+
+
+def _stamp(t: Any) -> tuple:
+    """A kept output's metadata, its storage and its constant (by identity, with its version)."""
+    constant = t.constant
+    return (tensor_key(t), t.untyped_storage()._cdata, id(constant), None if constant is None else constant._version)
+
+
+def _changes(t: Any) -> tuple:
+    """What an op that writes into or changes ``t`` changes."""
+    return tensor_key(t), t.untyped_storage()._cdata, None if t.is_inference() else t._version
+
+
+class _Made:
+    """A tensor the op made: given again while :func:`_stamp` is unchanged, and (a view:
+    ``alias`` is the index of the argument it shares storage with) while it shares storage
+    with that argument."""
+
+    __slots__ = ("tensor", "stamp", "alias", "constant")
+
+    def __init__(self, tensor: Any, alias: Optional[int]) -> None:
+        self.tensor, self.stamp, self.alias = tensor, _stamp(tensor), alias
+        self.constant = tensor.constant  # kept alive: its id is in the stamp
+
+    def again(self, inputs: list) -> Any:
+        tensor = self.tensor
+        if _stamp(tensor) != self.stamp:
+            return MISS
+        if self.alias is not None and inputs[self.alias].untyped_storage()._cdata != self.stamp[1]:
+            return MISS
+        return tensor
+
+
+class _Outcome:
+    """What one call gave: a value, :data:`RAISED`, or tensors (``kind`` ``None``: one tensor;
+    else the tuple, list or ``torch.return_types`` type holding them), each a :class:`_Made` or
+    the index of the argument returned."""
+
+    __slots__ = ("kind", "parts", "value")
+
+    def __init__(self, kind: Optional[type], parts: tuple, value: Any) -> None:
+        self.kind, self.parts, self.value = kind, parts, value
+
+    def again(self, inputs: list) -> Any:
+        if not self.parts:
+            return self.value
+        out = []
+        for part in self.parts:
+            tensor = inputs[part] if type(part) is int else part.again(inputs)
+            if tensor is MISS:
+                return MISS
+            out.append(tensor)
+        return out[0] if self.kind is None else self.kind(out)
+
+
+class OpMemo:
+    """What each keyed call of an op on fakes of ``mode`` gave (see the module's docstring)."""
+
+    def __init__(self, mode: Any) -> None:
+        self.mode = mode
+        self._entries: OrderedDict[tuple, list[Optional[_Outcome]]] = OrderedDict()
+
+    def key(self, fn: Any, args: list, kwargs: dict) -> tuple[Optional[tuple], list]:
+        """The call's key (``None``: not keyable, or torch's state forbids) and its tensor arguments."""
+        inputs: list = []
+        if type(fn) is not str and not (isinstance(fn, _C_CALLABLES) and not isinstance(
+                getattr(fn, "__self__", None), torch.Tensor)):
+            return None, inputs
+        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack() \
+                or torch._C._is_any_autocast_enabled():
+            return None, inputs
+        try:
+            key = (fn, tuple(self._arg(a, inputs) for a in args),
+                   tuple((name, self._arg(v, inputs)) for name, v in kwargs.items()),
+                   torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype())
+            hash(key)
+        except (_Unkeyable, TypeError):
+            return None, inputs
+        return key, inputs
+
+    def _arg(self, obj: Any, inputs: list) -> Any:
+        kind = type(obj)
+        if kind is FakeTensor:
+            if obj.fake_mode is not self.mode:
+                raise _Unkeyable
+            inputs.append(obj)
+            constant = obj.constant
+            return kind, tensor_key(obj), None if constant is None else _constant_key(constant)
+        if kind in _PLAIN:
+            return kind, obj
+        if kind is float:  # by its bits: -0.0 and 0.0 differ (a constant's value would)
+            return kind, obj.hex()
+        if kind is tuple or kind is list or kind is torch.Size:
+            return kind, tuple(self._arg(o, inputs) for o in obj)
+        if kind is slice:
+            return kind, self._arg(obj.start, inputs), self._arg(obj.stop, inputs), self._arg(obj.step, inputs)
+        raise _Unkeyable
+
+    def get(self, key: tuple, k: int, inputs: list) -> Any:
+        """What the ``k``-th call with ``key`` in a prediction gave before, or :data:`MISS`."""
+        calls = self._entries.get(key)
+        if calls is None or k >= len(calls) or calls[k] is None:
+            return MISS
+        self._entries.move_to_end(key)
+        return calls[k].again(inputs)  # type: ignore[union-attr]
+
+    @staticmethod
+    def before(inputs: list) -> list:
+        """What the op could change in its tensor arguments, read before it runs."""
+        return [_changes(t) for t in inputs]
+
+    def put(self, key: tuple, k: int, result: Any, inputs: list, before: list) -> None:
+        """Keep what the ``k``-th call with ``key`` gave (``result``; :data:`RAISED` if it
+        raised), if it changed none of its arguments and can be given again exactly."""
+        if k >= PER_KEY or any(_changes(t) != b for t, b in zip(inputs, before)):
+            return
+        outcome = self._outcome(result, inputs)
+        calls = self._entries.get(key)
+        if calls is None:
+            calls = self._entries[key] = []
+            while len(self._entries) > KEYS:
+                self._entries.popitem(last=False)
+        calls.extend([None] * (k + 1 - len(calls)))
+        calls[k] = outcome
+
+    def _outcome(self, result: Any, inputs: list) -> Optional[_Outcome]:
+        if result is RAISED or type(result) in _IMMUTABLE:
+            return _Outcome(None, (), result)
+        if isinstance(result, torch.Tensor):
+            part = self._part(result, inputs)
+            return None if part is None else _Outcome(None, (part,), None)
+        kind = type(result)
+        if kind is tuple and result and all(type(r) in _IMMUTABLE for r in result):
+            return _Outcome(None, (), result)
+        if not result or not (kind is tuple or kind is list or issubclass(kind, tuple)
+                              and kind.__module__ == "torch.return_types"):
+            return None
+        parts = tuple(self._part(r, inputs) if isinstance(r, torch.Tensor) else None for r in result)
+        return None if any(p is None for p in parts) else _Outcome(kind, parts, None)
+
+    def _part(self, tensor: Any, inputs: list) -> Any:
+        for at, given in enumerate(inputs):
+            if tensor is given:
+                return at
+        if type(tensor) is not FakeTensor or tensor.fake_mode is not self.mode:
+            return None
+        storage = tensor.untyped_storage()._cdata
+        alias = next((at for at, given in enumerate(inputs) if given.untyped_storage()._cdata == storage), None)
+        if alias is None and tensor._is_view():
+            return None  # a view of something that is not an argument
+        return _Made(tensor, alias)
+
+    def __len__(self) -> int:
+        return len(self._entries)
