@@ -50,10 +50,11 @@ from .bytecode import run_bytecode, unread
 from .callbacks import callback_handlers, sort_in_place
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
+from . import lru
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
-from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONCRETE, FOR_ITER, GET_ITER,
+from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONTAINS_OPS, CONCRETE, FOR_ITER, GET_ITER,
                          LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
                          UNPACK, WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
@@ -73,9 +74,11 @@ MAX_RECURSION = 24
 #: Iterations a ``while`` with a static test may run before the prediction gives up counting.
 MAX_WHILE = 10_000
 
-#: Standard-library modules whose Python functions are called for real on concrete arguments.
+#: Modules whose Python functions are called for real on concrete arguments: standard-library
+#: ones, and ``packaging`` (the version parsing models use to pick a code path by library version).
 _STDLIB_PURE = frozenset({"inspect", "typing", "dataclasses", "enum", "collections", "_collections_abc",
-                          "re", "abc", "keyword", "string", "numbers", "functools", "operator", "copy"})
+                          "re", "abc", "keyword", "string", "numbers", "functools", "operator", "copy",
+                          "packaging"})
 #: Modules whose functions only report (warnings, logs): not followed, they run no op.
 _SILENT = frozenset({"warnings", "logging"})
 
@@ -84,8 +87,6 @@ _SILENT = frozenset({"warnings", "logging"})
 _BRANCHING = {"cond": ("pred", "true_fn", "false_fn", "operands"),
               "while_loop": ("cond_fn", "body_fn", "carried_inputs")}
 
-#: What ``functools.lru_cache``/``functools.cache`` make.
-_CACHED = (functools._lru_cache_wrapper,)
 
 #: Steps between two looks at the clock.
 _CLOCK_EVERY = 256
@@ -298,9 +299,10 @@ class Interpreter:
         #: id(module) -> (it, ``<Cls#k>``): modules outside the model's named ones (built in forward),
         #: numbered by first call after them, as the capture numbers them.
         self.unnamed: dict[int, tuple[Any, str]] = {}
-        #: id(lru_cache wrapper) -> (it, the keys the run's calls put in it and their results, or
-        #: why its content is not known: filled before the run, or under an undecided branch).
-        self.lru: dict[int, tuple[Any, dict[Any, Value] | str]] = {}
+        #: id(lru_cache wrapper) -> (it, the keys it holds and their results (read from the live
+        #: cache when first met, then filled by the run's calls), or why its content is not known
+        #: (unreadable, or called under an undecided branch); its keyword marker).
+        self.lru: dict[int, tuple[Any, dict[Any, Value] | str, object]] = {}
         self._keep: list[Any] = []
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
@@ -451,6 +453,11 @@ class Interpreter:
             scope, chain, _ = self.scope_and_chain()
             self.gaps.append(Gap(scope, chain, why))
 
+    def consumed(self, iterator: Lazy) -> Value:
+        """An iterator that C code consumes: its items, run here (the iterator when unknown)."""
+        items = self.unpack(iterator, None)
+        return iterator if items is None else Seq(items, list)
+
     # -- calls -------------------------------------------------------------------------------
 
     def call(self, fn: Value, args: Sequence[Value], kwargs: dict[str, Value]) -> Value:
@@ -527,7 +534,7 @@ class Interpreter:
             return self.run_live_function(obj, args, kwargs)
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
-        if isinstance(obj, _CACHED):  # functools.lru_cache/cache: runs or not, as its cache says
+        if isinstance(obj, lru.CACHED):  # functools.lru_cache/cache: runs or not, as its cache says
             return self.cached_call(obj, args, kwargs)
         call = getattr(type(obj), "__call__", None)
         if isinstance(call, types.FunctionType):
@@ -542,14 +549,20 @@ class Interpreter:
 
     def cached_call(self, wrapper: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """A call through ``functools.lru_cache``/``functools.cache``: a miss runs the wrapped
-        function, a hit returns what it returned (no op). Decided when the live cache was empty
-        when the run first met it (only the run's own calls fill it then) and the arguments are
-        known (their key is the cache's own); else a gap saying which."""
+        function, a hit returns what it returned (no op). Decided when the arguments are known
+        (their key is the cache's own) and the live cache could be read when the run first met
+        it (:func:`analysis.lru.entries`; from then on the run keeps its own copy); else a gap
+        saying which."""
         entry = self.lru.get(id(wrapper))
         if entry is None or entry[0] is not wrapper:
-            size = wrapper.cache_info().currsize
-            entry = self.lru[id(wrapper)] = (wrapper, {} if size == 0 else f"its cache holds {size} entr{'y' if size == 1 else 'ies'} already")
-        filled, params = entry[1], wrapper.cache_parameters()
+            live = lru.entries(wrapper)
+            if live is None:
+                size = wrapper.cache_info().currsize
+                entry = (wrapper, f"its cache holds {size} entr{'y' if size == 1 else 'ies'} that cannot be read", None)
+            else:
+                entry = (wrapper, {key: self.wrap(result) for key, result in live[0]}, live[1])
+            self.lru[id(wrapper)] = entry
+        filled, mark, params = entry[1], entry[2], wrapper.cache_parameters()
         plain = concrete_args(args, kwargs)
         key: Any = None
         if isinstance(filled, str):
@@ -558,7 +571,7 @@ class Interpreter:
             why = "its arguments are not all known"
         else:
             try:
-                key = functools._make_key(tuple(plain[0]), plain[1], params["typed"])
+                key = lru.key(tuple(plain[0]), plain[1], params["typed"], mark)
                 hash(key)
                 why = ""
             except TypeError:
@@ -575,7 +588,7 @@ class Interpreter:
         maxsize = params["maxsize"]
         if self.mult.exact != 1:
             self.lru[id(wrapper)] = (wrapper, f"it was called{self.where()} under "
-                                              f"{self.mult.note or 'a branch the prediction cannot decide'}")
+                                              f"{self.mult.note or 'a branch the prediction cannot decide'}", mark)
         elif maxsize is None or maxsize > 0:
             filled[key] = result
             if maxsize is not None and len(filled) > maxsize:
@@ -1320,6 +1333,13 @@ class Interpreter:
         if isinstance(left, Known) and isinstance(right, Known) and op in ("eq", "ne") \
                 and _by_identity(left.obj) and _by_identity(right.obj):
             return Known((left.obj is right.obj) == (op == "eq"))
+        defined = self.python_operator(op, left, right, node, opnames)
+        if defined is not None:
+            return defined
+        if op in COMPARED and (isinstance(left, (Seq, Dict)) or isinstance(right, (Seq, Dict))):
+            compared = _compared(op, left, right)
+            if compared is not None:
+                return compared
         if op == "add" and (isinstance(left, Seq) or isinstance(right, Seq)):
             joined = _concatenated(left, right)
             if joined is not None:
@@ -1335,6 +1355,50 @@ class Interpreter:
                      f"({cast(Opaque, (left, right)[lost]).why}){where}")
         numberish = _numberish(left) and _numberish(right)
         return Opaque(f"{op} of unknown values{where}", Nature.NUMBER if numberish else Nature.ANY)
+
+    def python_operator(self, op: str, left: Value, right: Value, node: Optional[ast.AST],
+                        opnames: frozenset) -> Optional[Value]:
+        """``left <op> right`` where an operand's class defines the operator in Python (a
+        wrapper of tensors, a version object): its method runs as Python runs it, the reflected
+        one when the first is absent or gives ``NotImplemented`` (first when the right operand's
+        class is a subclass that overrides it); ``None`` when neither class defines it in Python."""
+        reflected = f"__{MIRROR[op]}__" if op in MIRROR else f"__r{op}__"
+        classes = (_python_class(left), _python_class(right))
+        if classes == (None, None):
+            return None
+        tries = [(classes[0], f"__{op}__", left, right), (classes[1], reflected, right, left)]
+        if classes[0] is not None and classes[1] is not None and classes[1] is not classes[0] \
+                and issubclass(classes[1], classes[0]) \
+                and class_attr(classes[1], reflected) is not class_attr(classes[0], reflected):
+            tries.reverse()
+        methods = [(class_attr(cls, name), receiver, other) for cls, name, receiver, other in tries if cls is not None]
+        result: Optional[Value] = None
+        for method, receiver, other in methods:
+            if not isinstance(method, types.FunctionType):
+                continue
+            self.at_node(node, opnames)
+            result = self.call(Known(method), [receiver, other], {})
+            if not (isinstance(result, Known) and result.obj is NotImplemented):
+                return result
+        return result
+
+    def membership(self, needle: Value, container: Value, node: ast.AST) -> Optional[Value]:
+        """``needle in container`` for a list or tuple the code built where an item or the
+        needle defines ``==`` in Python: each item is compared as Python compares it (item
+        first), until one is equal; after an undecided comparison the rest may not run."""
+        if not isinstance(container, Seq) or container.unsure or (_python_class(needle) is None and all(
+                _python_class(item) is None for item in container.items)):
+            return None
+        undecided = False
+        for item in container.items:
+            if identical(item, needle) is True and not undecided:
+                return TRUE
+            with self.scaled(MAYBE if undecided else ONE):
+                equal = truth(self.binop("eq", item, needle, node, CONTAINS_OPS))
+            if equal is True and not undecided:
+                return TRUE
+            undecided = undecided or equal is not False
+        return Opaque("membership decided by == of unknown values", Nature.NUMBER) if undecided else FALSE
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
         if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
@@ -1377,7 +1441,11 @@ class Interpreter:
         if isinstance(op, (ast.In, ast.NotIn)):
             found = contains(self.viewed(right), left)
             if found is None:
-                return Opaque("membership of unknown values", Nature.NUMBER)
+                compared = self.membership(left, self.viewed(right), node)
+                if compared is None or isinstance(op, ast.In):
+                    return compared or Opaque("membership of unknown values", Nature.NUMBER)
+                known = truth(compared)
+                return Opaque(compared.why, Nature.NUMBER) if known is None else Known(not known)
             return Known(found if isinstance(op, ast.In) else not found)
         return self.binop(COMPARE[type(op)], left, right, node, COMPARE_OPS)
 
@@ -2270,9 +2338,8 @@ class Interpreter:
             return self.call(self.wrap(fn.func), [*(self.wrap(a) for a in fn.args), *args],
                              {**{k: self.wrap(v) for k, v in fn.keywords.items()}, **kwargs})
         if is_pure(fn) or self.host.constant_call(fn):
-            for arg in args:  # C consumes an iterator it is given: what it runs happens here
-                if isinstance(arg, Lazy):
-                    self.unpack(arg, None)
+            # C consumes an iterator it is given: what it runs happens here, and it reads the items
+            args = [self.consumed(arg) if isinstance(arg, Lazy) else arg for arg in args]
             plain = concrete_args(args, kwargs)
             if plain is not None:
                 try:
@@ -2628,6 +2695,30 @@ def _numberish(value: Value) -> bool:
     return isinstance(value, Known) or isinstance(value, Opaque) and value.kind is Nature.NUMBER
 
 
+#: The comparison operators, by dunder stem.
+COMPARED = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+
+
+def _compared(op: str, left: Value, right: Value) -> Optional[Known]:
+    """A comparison of lists, tuples or dicts the code built, when both sides are fully known
+    and hold only plain values (no ``__eq__`` of the program's runs)."""
+    sides = [concrete(left), concrete(right)]
+    if not all(ok and _plain_deep(obj) for ok, obj in sides):
+        return None
+    try:
+        return Known(CONCRETE[op](sides[0][1], sides[1][1]))
+    except TypeError:  # the program would raise here (``[1] < {}``); we only predict
+        return None
+
+
+def _plain_deep(obj: Any) -> bool:
+    if type(obj) in (list, tuple):
+        return all(_plain_deep(item) for item in obj)
+    if type(obj) is dict:
+        return all(_plain_deep(key) and _plain_deep(value) for key, value in obj.items())
+    return type(obj) in (int, float, complex, str, bytes, bool, type(None))
+
+
 def _concatenated(left: Value, right: Value) -> Optional[Value]:
     """``left + right`` where one is a tuple or list the code built and the other one it built
     or read (a shape): for real when both are fully known, else item by item (a named tuple's
@@ -2660,6 +2751,16 @@ def _operands(node: Optional[ast.AST]) -> tuple[Optional[ast.AST], Optional[ast.
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return node.left, node.comparators[0]
     return None, None
+
+
+def _python_class(value: Value) -> Optional[type]:
+    """The class of an object the code built or read whose operators may be Python code (not a
+    plain value, container, tensor or class)."""
+    if isinstance(value, Instance):
+        return value.cls
+    if isinstance(value, Known) and not isinstance(value.obj, (*PLAIN, list, dict, set, type)):
+        return type(value.obj)
+    return None
 
 
 def _by_identity(obj: Any) -> bool:

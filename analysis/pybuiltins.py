@@ -12,6 +12,7 @@ import ast
 import builtins
 import collections
 import operator
+import re
 import types
 from typing import Any, Callable
 
@@ -49,6 +50,7 @@ SUBSCR_LOAD = frozenset({"BINARY_SUBSCR", "BINARY_SLICE"})
 SUBSCR_STORE = frozenset({"STORE_SUBSCR", "STORE_SLICE"})
 ATTR_LOAD = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 COMPARE_OPS = frozenset({"COMPARE_OP"})
+CONTAINS_OPS = frozenset({"CONTAINS_OP"})
 UNARY_OPS = frozenset({"UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT"})
 FOR_ITER = frozenset({"FOR_ITER"})
 GET_ITER = frozenset({"GET_ITER"})
@@ -79,7 +81,10 @@ LIVE_CONTAINERS: dict[type, frozenset] = {
     dict: frozenset({"setdefault", "update", "pop", "clear"}),
     collections.OrderedDict: frozenset({"setdefault", "update", "pop", "clear"}),
     list: frozenset({"append", "extend", "insert", "pop", "clear", "sort", "reverse"})}
-_PLAIN_RECEIVERS = (str, bytes, int, float, complex, tuple, frozenset, range, dict, list, set, type(None))
+#: Values whose builtin methods change nothing but what ``MUTATORS`` names (compiled regular
+#: expressions and their matches included: version strings are parsed with them).
+_PLAIN_RECEIVERS = (str, bytes, int, float, complex, tuple, frozenset, range, dict, list, set, type(None),
+                    re.Pattern, re.Match)
 
 
 def is_pure(fn: Any) -> bool:

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 import torchlens as tl
+from torchlens.analysis import lru
 from models import hostile as H
 
 MODELS = H.hostile_models()
@@ -69,10 +70,11 @@ def test_exact_where_it_says_nothing():
     builtins that call back (reduce, map, filter, sorted and max with a key), tensors iterated
     by comprehensions, records whose constructors Python generates (dataclasses, named tuples),
     RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors,
-    next of iterators the code made."""
+    next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
+    version checks with ``packaging``."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
-             "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors"]
+             "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -81,6 +83,22 @@ def test_exact_where_it_says_nothing():
         pred = tl.predict(model, *inputs)
         report = tl.trace(model, *inputs).check_prediction(pred)
         assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, (name, str(report))
+
+
+def test_conditions_on_built_lists_joined_maps_and_versions_are_decided():
+    model, inputs = MODELS["PlainChecks"]
+    assert {layer.func_name: str(layer.count) for layer in tl.predict(model, *inputs).layers} == {
+        "sin": "1", "cos": "1", "exp": "1"}
+
+
+def test_operators_defined_in_python_run_their_ops():
+    model, inputs = MODELS["Operators"]
+    pred = tl.predict(model, *inputs)
+    assert tl.trace(model, *inputs).check_prediction(pred).ok and not pred.gaps and not pred.notes
+    counts = [(layer.func_name, str(layer.count)) for layer in pred.layers]
+    assert counts[:5] == [("sin", "1"), ("cos", "1"), ("add", "1"), ("add", "1"), ("exp", "1")], counts
+    assert ("mul", "1") in counts[5:7] and ("lt", "1") in counts  # Doubled.__radd__ first; Boxed.__lt__
+    assert counts[-2:] == [("eq", "1+0..1"), ("all", "1+0..1")]  # the second item only if the first differs
 
 
 def test_while_true_with_a_data_dependent_break_predicts_n_passes():
@@ -108,20 +126,26 @@ def test_caches_filled_in_forward_are_followed_on_a_copy_both_empty_and_filled()
     assert model.first.cache and H.BiasTable.table and model.named
 
 
-def test_lru_cache_calls_are_exact_from_an_empty_cache_and_a_gap_once_it_holds_entries():
+def test_lru_cache_calls_follow_the_live_cache_and_are_a_gap_when_it_cannot_be_read(monkeypatch):
     """From empty caches the run fills them itself: misses run the function, hits run nothing;
-    a cache filled before the prediction (here by the trace) cannot be read: a gap."""
+    a cache filled before the prediction (here by the trace) is read: its hits run nothing, a
+    key it evicted runs again. A cache whose content cannot be read is a gap."""
     H.Cached.mask.cache_clear()
     H.Cached.scale.cache_clear()
     model, x = H.Cached(), torch.randn(3, 4)
-    pred = tl.predict(model, x)
-    report = tl.trace(model, x).check_prediction(pred)
-    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
-    assert [layer.func_name for layer in pred.layers if layer.func_name in ("tril", "full")] == [
-        "tril", "full", "full", "full"]  # mask once (then a hit); scale(4), scale(1), scale(4) again (maxsize=1)
+    made = []
+    for _ in range(2):  # empty caches, then the ones the first trace filled
+        pred = tl.predict(model, x)
+        report = tl.trace(model, x).check_prediction(pred)
+        assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+        made.append([layer.func_name for layer in pred.layers if layer.func_name in ("tril", "full")])
+    # mask once (then a hit), scale(4), scale(1), scale(4) again (maxsize=1); then mask is a hit
+    # from the start and scale's cache holds scale(4): a hit, then scale(1) and scale(4) run
+    assert made == [["tril", "full", "full", "full"], ["full", "full"]], made
+    monkeypatch.setattr(lru, "entries", lambda wrapper: None)
     why = " ".join(g.why for g in tl.predict(model, x).gaps)
     assert f"mask is cached (functools.lru_cache) at {line_of(H.Cached, 'self.mask(4)')} in Cached.forward: its " \
-           "cache holds 1 entry already, so whether it runs is not known" in why, why
+           "cache holds 1 entry that cannot be read, so whether it runs is not known" in why, why
 
 
 def test_a_module_built_in_forward_predicted_from_its_class_is_a_gap():

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 import torch.utils.checkpoint
+from packaging import version
 from torch import nn
 
 
@@ -606,6 +607,67 @@ class LostFlag(nn.Module):
         return x.relu(), flag
 
 
+class Boxed:
+    """A tensor wrapper whose operators are Python code that runs ops."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        if not isinstance(other, Boxed):
+            return NotImplemented  # a number: Python tries other.__radd__, then Boxed's own below
+        return Boxed(self.t + other.t)
+
+    def __radd__(self, other):
+        return Boxed(self.t + other)
+
+    def __lt__(self, other):
+        return bool(self.t.sum() < other.t.sum())
+
+    def __eq__(self, other):
+        return isinstance(other, Boxed) and bool((self.t == other.t).all())
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Doubled(Boxed):
+    """A subclass overriding the reflected operator: Python calls it first."""
+
+    def __radd__(self, other):
+        return Doubled(self.t * 2 + other.t)
+
+
+class Operators(nn.Module):
+    """Operators defined in Python on the program's objects run their ops: ``+`` (reflected when
+    the left one gives NotImplemented, the subclass's reflected first), ``<`` and ``in`` (its
+    ``==`` on each item until one is equal)."""
+
+    def forward(self, x):
+        total = Boxed(x.sin()) + Boxed(x.cos())
+        shifted = 1.0 + Boxed(x)
+        doubled = Boxed(x) + Doubled(x.exp())
+        if Boxed(x) < Boxed(x * 2):  # undecided: a tensor's sum decides
+            x = x.tanh()
+        seen = [Boxed(x.abs()), Boxed(x)]
+        found = Boxed(x) in seen  # compares the first (abs differs), then the second
+        return total.t, shifted.t, doubled.t, found
+
+
+class PlainChecks(nn.Module):
+    """Conditions on lists and tuples the code builds, ``str.join`` of a ``map`` and version
+    checks with ``packaging`` are decided."""
+
+    def forward(self, x):
+        n = x.dim()
+        if [n, 3] == [2, 3] and (n,) < (3,):
+            x = x.sin()
+        if ".".join(map(str, (n, 1))) == "2.1":
+            x = x.cos()
+        if version.parse("2.13.0+cpu").base_version == "2.13.0" and version.parse("2.13") > version.parse("2.9"):
+            x = x.exp()
+        return x
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -613,7 +675,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
-             ModuleInBranch, SortedTensors, SortedThree]
+             ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
