@@ -1398,7 +1398,7 @@ class Interpreter:
             if equal is True and not undecided:
                 return TRUE
             undecided = undecided or equal is not False
-        return Opaque("membership decided by == of unknown values", Nature.NUMBER) if undecided else FALSE
+        return Opaque("membership of unknown values", Nature.NUMBER) if undecided else FALSE
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
         if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
@@ -1442,10 +1442,10 @@ class Interpreter:
             found = contains(self.viewed(right), left)
             if found is None:
                 compared = self.membership(left, self.viewed(right), node)
-                if compared is None or isinstance(op, ast.In):
-                    return compared or Opaque("membership of unknown values", Nature.NUMBER)
-                known = truth(compared)
-                return Opaque(compared.why, Nature.NUMBER) if known is None else Known(not known)
+                known = None if compared is None else truth(compared)
+                if known is None:
+                    return Opaque("membership of unknown values", Nature.NUMBER)
+                return Known(known if isinstance(op, ast.In) else not known)
             return Known(found if isinstance(op, ast.In) else not found)
         return self.binop(COMPARE[type(op)], left, right, node, COMPARE_OPS)
 
