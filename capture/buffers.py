@@ -27,7 +27,6 @@ from torchlens.analysis.errors import BufferWriteError
 
 from .named import NamedEnum
 from .record import BUFFER, RawCapture, RawOp
-from .walk import named_tensors
 
 
 class WriteKind(NamedEnum):
@@ -91,16 +90,15 @@ class JournalTarget(Protocol):
 class BufferJournal:
     """Tracks the model's registered buffers through one capture."""
 
-    def __init__(self, capture: JournalTarget, model: nn.Module, modules: list[tuple[str, nn.Module]]) -> None:
-        """``modules``: :func:`capture.walk.named_modules` of ``model``."""
+    def __init__(self, capture: JournalTarget, buffers: list[tuple[str, nn.Module, str, torch.Tensor]]) -> None:
+        """``buffers``: the model's (address, owning module, attribute, tensor), as
+        :attr:`capture.walk.Walk.buffers` lists them."""
         self.capture = capture
-        by_address = dict(modules)
         #: Address -> (owning module, attribute name); each tensor once, at its first address.
         self.owner: dict[str, tuple[nn.Module, str]] = {}
         self.current: dict[str, torch.Tensor] = {}
-        for address, tensor in named_tensors(model, "_buffers", modules):
-            prefix, _, attr = address.rpartition(".")
-            self.owner[address] = (by_address[prefix], attr)
+        for address, module, attr, tensor in buffers:
+            self.owner[address] = (module, attr)
             self.current[address] = tensor
         self._address_at = {(id(module), attr): a for a, (module, attr) in self.owner.items()}
         #: ``id(tensor)`` -> address, for the tensor each buffer holds now.

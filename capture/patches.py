@@ -17,7 +17,8 @@ from itertools import chain
 from operator import methodcaller
 from typing import Any, Callable, Iterable
 
-_MISSING = object()
+#: A missing attribute's value.
+MISSING = object()
 #: Calls a step (a ``partial``) from C.
 run_step = methodcaller("__call__")
 
@@ -62,8 +63,8 @@ class Patches:
 
     def _remember(self, owner: Any, name: str) -> None:
         # On a class, only what the class itself defines is put back (not an inherited value).
-        old = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
-        if old is _MISSING:
+        old = owner.__dict__.get(name, MISSING) if isinstance(owner, type) else getattr(owner, name, MISSING)
+        if old is MISSING:
             self._undo_del.append(step(delattr, owner, name))
         else:
             self._undo_set.append(step(setattr, owner, name, old))

@@ -211,5 +211,8 @@ class RawCapture:
     selected: list[tuple[int, Any]] = field(default_factory=list)
     #: With ``save_gradients``: the :class:`capture.gradients.Gradients` its hooks fill.
     gradients: Any = None
+    #: Parameter address -> (shape, dtype), as the forward pass ended (each parameter once,
+    #: at its first address); ``None`` where the capture did not read them.
+    params: Optional[dict[str, tuple[tuple[int, ...], Any]]] = None
     #: Which grouping the capture's evidence supports (``trace.options.grouping_policy``).
     detector: Detector = Detector.CALLSITE

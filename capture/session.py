@@ -20,8 +20,9 @@ import dataclasses
 import sys
 import threading
 import weakref
-from itertools import chain, compress, tee
-from operator import gt, is_, sub
+from functools import partial
+from itertools import chain, compress, repeat, takewhile
+from operator import is_, lt, sub, truth
 from types import FrameType
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, cast
 
@@ -37,13 +38,13 @@ from .boundary import call_inputs, call_outputs, record_inputs, record_module_ca
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
-from .patches import Patches, Step, atomic, run_step as _run, step
+from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
 from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, Source, new_call, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
-from .walk import named_modules
+from .walk import walk
 
 _Tensor = torch.Tensor
 _INSTALLED = Stage.INSTALLED
@@ -118,7 +119,6 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
         self.keep_alive: list[Any] = []
         self.stack: list[int] = []
-        self.param_names: dict[int, str] = {}
         self.addresses: dict[int, str] = {}
         self.func_info: dict[Any, funcs.FuncInfo] = {}
         #: The plain ops met (an op, not in place, no fused buffer write) -> their name: what
@@ -129,6 +129,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.bypass = False
         self.bypassed: set[str] = set()
         self.suspended = 0
+        #: The patches every capture installs (:func:`_torch_patches`, set by :meth:`plan`), and
+        #: those this capture sets while it runs (:meth:`_bypass_checks`).
+        self.planned = Patches()
         self.patches = Patches()
         self.thread = threading.get_ident()
         #: How much of the capture's process-wide state is in place (changed by steps only).
@@ -138,8 +141,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.roles: dict[int, int] = dict(_ROLES)
         #: ``torch.compile``'s module wrapper class, once Dynamo is loaded.
         self.compiled = _compiled_module_type()
-        #: :func:`capture.walk.named_modules` of the model, as the forward pass starts.
-        self.modules = named_modules(model)
+        #: :func:`capture.walk.walk` of the model, as the forward pass starts.
+        self.model = walk(model)
+        self.modules = self.model.modules
         for name, module in self.modules:
             if getattr(module, "_compiled_call_impl", None) is not None:
                 raise UnsupportedForwardError(
@@ -149,12 +153,9 @@ class Capture(LeavesStack, TorchFunctionMode):
                     "whose wrapper torchlens looks through"
                 )
             self.addresses[id(module)] = name or "self"
-            prefix = name + "." if name else ""
-            for param_name, param in module._parameters.items():
-                if param is not None and id(param) not in self.param_names:
-                    self.param_names[id(param)] = prefix + param_name
             self._module(module)
-        self.buffers = BufferJournal(self, model, self.modules)
+        self.param_names = {id(param): name for name, param in self.model.params}
+        self.buffers = BufferJournal(self, self.model.buffers)
         #: The autocast, grad and default-dtype modes each recorded call runs under.
         self.modes = ModesJournal()
         #: Set by :func:`capture_forward` once the inputs are known.
@@ -504,12 +505,13 @@ class Capture(LeavesStack, TorchFunctionMode):
                 address = self.addresses[id(module)] = f"<{type(module).__name__}#{index}>"
             prefix = "" if address == "self" else address + "."
             parent = None if address == "self" else address.rpartition(".")[0] or "self"
+            params, children, buffers = module._parameters, module._modules, module._buffers
             self.raw.modules.append(RawModule(
                 address, type(module).__name__,
-                _names(prefix, module._parameters),
+                _names(prefix, params) if params else (),
                 parent if not address.startswith("<") else None,
-                _names(prefix, module._modules),
-                _names(prefix, module._buffers),
+                _names(prefix, children) if children else (),
+                _names(prefix, buffers) if buffers else (),
             ))
         return index
 
@@ -638,29 +640,10 @@ class Capture(LeavesStack, TorchFunctionMode):
 
         Sets :attr:`undo`, the call that removes what each :class:`Stage` put in place.
         """
-        capture = self
-
-        def _call_impl(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
-            return capture.call_module(module, args, kwargs)
-
-        self.patches.plan(nn.Module, "_call_impl", _call_impl)
-        for owner, setter in _MODE_SETTERS:
-            self.patches.plan(owner, setter, self._mode_setter(getattr(owner, setter)))
-        for dunder, name in funcs.REFLECTED.items():
-            self.patches.plan(_Tensor, dunder, self._reflected(getattr(_Tensor, dunder), name))
-        for table, off_stack in ((funcs.TRANSFORMS, False), (funcs.HIGHER_ORDER, True)):
-            for module_name, attr, name in table:
-                module = sys.modules.get(module_name)
-                if module is not None and hasattr(module, attr):
-                    self.patches.plan(module, attr, self._transform(name, getattr(module, attr), off_stack))
-        run_backward = torch.autograd._engine_run_backward
-
-        def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
-            return capture.refuse_backward(run_backward, args, kwargs)
-
-        self.patches.plan(torch.autograd, "_engine_run_backward", _engine_run_backward)
+        self.planned = _torch_patches()
         install = [
-            *self.patches.install(),
+            *self.planned.install(),
+            step(setattr, _SERVING, "capture", self),
             step(_BUFFER_HOOKS.__setitem__, self, self._buffer_hook),
             step(setattr, self.guard, "active", True),
             step(setattr, threading, "_trace_hook", self.guard.enter_thread),
@@ -679,7 +662,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         return chain(
             [step(setattr, self.guard, "active", False),
              step(setattr, threading, "_trace_hook", self.guard.previous),
-             step(_BUFFER_HOOKS.pop, self, None)],
+             step(_BUFFER_HOOKS.pop, self, None),
+             step(setattr, _SERVING, "capture", None)],
+            self.planned.undo(),
             self.patches.undo(),
             release_steps(self),
             _pop_own_mode(self) if own_thread else (),
@@ -697,40 +682,113 @@ class Capture(LeavesStack, TorchFunctionMode):
         if name in module._buffers and not self.suspended:
             self.reassign_buffer(module, name, value, sys._getframe(1))
 
-    def _mode_setter(self, setter: Callable) -> Callable:
-        journal, thread = self.modes, self.thread
 
-        def set_mode(*args: Any, **kwargs: Any) -> Any:
-            result = setter(*args, **kwargs)
-            if threading.get_ident() == thread:  # grad mode is per thread
-                journal.changed()
-            return result
+class _Serving:
+    """The capture whose patches are installed (its install and undo steps set and clear it):
+    the one the patched functions of :func:`_torch_patches` serve."""
 
-        return set_mode
+    __slots__ = ("capture",)
 
-    def _reflected(self, method: Callable, name: str) -> Callable:
-        capture = self
+    def __init__(self) -> None:
+        self.capture: Optional[Capture] = None
 
-        def reflected(tensor: torch.Tensor, other: Any) -> Any:
-            if threading.get_ident() != capture.thread:
-                return method(tensor, other)
-            capture.pending_name = name
-            try:
-                return method(tensor, other)
-            finally:
-                capture.pending_name = None
 
-        return reflected
+_SERVING = _Serving()
 
-    def _transform(self, name: str, impl: Callable, off_stack: bool) -> Callable:
-        capture = self
 
-        def transform(*args: Any, **kwargs: Any) -> Any:
-            if threading.get_ident() != capture.thread:
-                return impl(*args, **kwargs)
-            return capture.run_transform(name, impl, args, kwargs, sys._getframe(1), off_stack)
+def _module_call(original: Callable) -> Callable:
+    def _call_impl(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        capture = _SERVING.capture
+        if capture is None:
+            return original(module, *args, **kwargs)
+        return capture.call_module(module, args, kwargs)
 
-        return transform
+    return _call_impl
+
+
+def _mode_setter(setter: Callable) -> Callable:
+    def set_mode(*args: Any, **kwargs: Any) -> Any:
+        result = setter(*args, **kwargs)
+        capture = _SERVING.capture
+        if capture is not None and _get_ident() == capture.thread:  # grad mode is per thread
+            capture.modes.changed()
+        return result
+
+    return set_mode
+
+
+def _reflected(method: Callable, name: str) -> Callable:
+    def reflected(tensor: torch.Tensor, other: Any) -> Any:
+        capture = _SERVING.capture
+        if capture is None or _get_ident() != capture.thread:
+            return method(tensor, other)
+        capture.pending_name = name
+        try:
+            return method(tensor, other)
+        finally:
+            capture.pending_name = None
+
+    return reflected
+
+
+def _transform(impl: Callable, name: str, off_stack: bool) -> Callable:
+    def transform(*args: Any, **kwargs: Any) -> Any:
+        capture = _SERVING.capture
+        if capture is None or _get_ident() != capture.thread:
+            return impl(*args, **kwargs)
+        return capture.run_transform(name, impl, args, kwargs, sys._getframe(1), off_stack)
+
+    return transform
+
+
+def _backward_refusal(run_backward: Callable) -> Callable:
+    def _engine_run_backward(*args: Any, **kwargs: Any) -> Any:
+        capture = _SERVING.capture
+        if capture is None:
+            return run_backward(*args, **kwargs)
+        return capture.refuse_backward(run_backward, args, kwargs)
+
+    return _engine_run_backward
+
+
+#: What every capture patches: (owner; attribute; the wrapper of the original value), the
+#: owners that are modules loaded when first used named by their ``sys.modules`` key, last.
+_PATCH_TARGETS: tuple[tuple[Any, str, Callable[[Callable], Callable]], ...] = (
+    (nn.Module, "_call_impl", _module_call),
+    *((owner, setter, _mode_setter) for owner, setter in _MODE_SETTERS),
+    *((_Tensor, dunder, partial(_reflected, name=name)) for dunder, name in funcs.REFLECTED.items()),
+    (torch.autograd, "_engine_run_backward", _backward_refusal),
+    *((module_name, attr, partial(_transform, name=name, off_stack=off_stack))
+      for table, off_stack in ((funcs.TRANSFORMS, False), (funcs.HIGHER_ORDER, True))
+      for module_name, attr, name in table),
+)
+_FIXED_OWNERS = tuple(owner for owner, _, _ in _PATCH_TARGETS if type(owner) is not str)
+_OWNER_NAMES = tuple(owner for owner, _, _ in _PATCH_TARGETS if type(owner) is str)
+_ATTRIBUTES = tuple(attr for _, attr, _ in _PATCH_TARGETS)
+#: The class targets: what the class itself defines decides how a patch is undone.
+_CLASS_TARGETS = tuple((owner, attr) for owner, attr, _ in _PATCH_TARGETS if isinstance(owner, type))
+#: The last :func:`_torch_patches`: (what each target held then, its patches).
+_planned: list[tuple[tuple, Patches]] = []
+
+
+def _torch_patches() -> Patches:
+    """The patches of every :data:`_PATCH_TARGETS` present now, planned (not installed).
+
+    The wrappers serve whichever capture is installed (:data:`_SERVING`), so the same patches
+    serve every capture as long as each target holds the same value as when they were made
+    (checked by identity, every time: a target changed or loaded since gets new ones).
+    """
+    owners = (*_FIXED_OWNERS, *map(sys.modules.get, _OWNER_NAMES))
+    values = tuple(map(getattr, owners, _ATTRIBUTES, repeat(_MISSING)))
+    now = (*owners, *values, *(owner.__dict__.get(attr, _MISSING) for owner, attr in _CLASS_TARGETS))
+    if _planned and all(map(is_, _planned[0][0], now)):
+        return _planned[0][1]
+    patches = Patches()
+    for (_, attr, wrap), owner, value in zip(_PATCH_TARGETS, owners, values):
+        if owner is not None and value is not _MISSING:
+            patches.plan(owner, attr, wrap(cast(Callable, value)))
+    _planned[:] = [(now, patches)]
+    return patches
 
 
 def capture_forward(
@@ -749,7 +807,7 @@ def capture_forward(
     nothing behind.
     """
     capture = Capture(model, save, containers, gradients)
-    capture.ownership = Ownership(model, capture.modules, record_inputs(capture, args, kwargs))
+    capture.ownership = Ownership(capture.model, record_inputs(capture, args, kwargs))
     capture.raw.state = GlobalState.now()
     claim, install = capture.plan()
     try:
@@ -769,7 +827,9 @@ def capture_forward(
     record_output(capture, output, keep_values=capture.keep_all)
     capture.raw.state = dataclasses.replace(capture.raw.state, modes=capture.modes.modes)
     capture.raw.buffer_values = capture.buffers.finish()
-    capture.ownership.settle(capture.raw, replayable=capture.keep_all)
+    now = walk(model)
+    capture.ownership.settle(capture.raw, capture.keep_all, now)
+    capture.raw.params = {name: (tuple(param.shape), param.dtype) for name, param in now.params}
     if not capture.keep_all:
         capture.drop_unselected_buffers()
     raw = capture.raw
@@ -805,27 +865,25 @@ def _compiled_target(compiled: nn.Module) -> nn.Module:
     return cast(nn.Module, compiled._orig_mod)
 
 
-def _pop_own_mode(mode: Capture, bound: int = 8) -> Iterator[Step]:
-    """Steps that pop ``mode`` off the top of torch's mode stack, each copy of it, at most ``bound``.
+def _pop_own_mode(mode: Capture) -> Iterator[Step]:
+    """Steps that pop ``mode`` off the top of torch's mode stack while it is on top (each copy).
 
     torch's own ``_pop_mode_temporarily`` can lose a mode when interrupted, and an interrupted
     :meth:`Capture._run_transparent` can leave a second copy, so the pops are conditional:
-    built from C iterators alone (:mod:`capture.patches`), each pops only when ``mode`` is on top.
+    built from C iterators alone (:mod:`capture.patches`), which read the stack again before
+    each pop (lazily, as the steps run), so the steps end when the top is not ``mode``.
     """
-    def pop_if_on_top() -> Iterator[Step]:
-        depth, depth_again = tee(map(_run, [step(_mode_depth)]))
-        top_index = map(sub, compress(depth_again, map(gt, depth, [0])), [1])
-        on_top = map(is_, map(_mode_at, top_index), [mode])
-        return compress([step(_pop_mode)], on_top)
-
-    return chain.from_iterable([pop_if_on_top() for _ in range(bound)])
+    depths = takewhile(partial(lt, 0), map(_run, repeat(step(_mode_depth))))
+    on_top = map(is_, map(_mode_at, map(sub, depths, repeat(1))), repeat(mode))
+    return compress(repeat(step(_pop_mode)), takewhile(truth, on_top))
 
 
 def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
     """Addresses of a module's own parameters, children or buffers: each object once, no ``None``
     (what ``named_parameters(recurse=False)`` and its kin give)."""
-    if not members:
-        return ()
+    ids = set(map(id, members.values()))
+    if len(ids) == len(members) and _NONE_ID not in ids:  # the common case: every name
+        return tuple(map(prefix.__add__, members))
     seen: set[int] = set()
     names = []
     for name, value in members.items():
@@ -833,6 +891,9 @@ def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
             seen.add(id(value))
             names.append(prefix + name)
     return tuple(names)
+
+
+_NONE_ID = id(None)
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:

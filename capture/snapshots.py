@@ -27,42 +27,7 @@ from torch import nn
 from .buffers import storage_key, storage_keys
 from .record import RawCapture, meta_of
 from .replay import RecordedCall, settle_call, substitute
-from .walk import named_modules
-
-#: What every module's ``__dict__`` holds for torch's own bookkeeping (flags, hook tables and
-#: the registries of parameters, buffers and children, read through their own tables): never
-#: the model's plain tensor state, so the scan skips it.
-_BOOKKEEPING = frozenset(vars(nn.Module()))
-
-
-def state_storages(modules: list[tuple[str, nn.Module]], inputs: Iterable[torch.Tensor]) -> tuple[set[int], set[int]]:
-    """Storages someone other than a trace can still write, in one walk over ``modules``
-    (:func:`capture.walk.named_modules` of the model): the model's (parameters, buffers,
-    tensors in module attributes) and the caller's; and the same without the buffers."""
-    readable = set(map(storage_key, inputs))
-    buffers: set[int] = set()
-    for _, module in modules:
-        for table, found in ((module._parameters, readable), (module._buffers, buffers)):
-            if table:
-                for tensor in table.values():
-                    if tensor is not None:
-                        found.add(storage_key(tensor))
-        attributes = vars(module)
-        for name in attributes.keys() - _BOOKKEEPING:
-            for tensor in _tensors_in(attributes[name]):
-                readable.add(storage_key(tensor))
-    return readable | buffers, readable
-
-
-def _tensors_in(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, torch.Tensor)]
-    if isinstance(value, dict):
-        return [v for v in value.values() if isinstance(v, torch.Tensor)]
-    return []
-
+from .walk import Walk
 
 def snapshot(tensor: torch.Tensor) -> torch.Tensor:
     """A copy owned by the trace: same values, own storage, outside autograd.
@@ -106,14 +71,13 @@ def lazy_snapshot(tensor: torch.Tensor) -> torch.Tensor:
 class Ownership:
     """Makes one capture's saved tensors the trace's own."""
 
-    def __init__(self, model: nn.Module, modules: list[tuple[str, nn.Module]], inputs: Iterable[torch.Tensor]) -> None:
-        """``modules``: :func:`capture.walk.named_modules` of ``model``."""
-        self.model = model
-        self.inputs = list(inputs)
+    def __init__(self, model: Walk, inputs: Iterable[torch.Tensor]) -> None:
+        """``model``: :func:`capture.walk.walk` of the model as the forward pass starts."""
         #: Storages of the model state and the inputs as the forward pass starts, and the same
         #: without registered buffers: the storages a call can read as a plain tensor (a buffer
         #: is read through its journaled versions), so :meth:`before_write` looks.
-        self.state, self.readable = state_storages(modules, self.inputs)
+        self.readable = model.readable | set(map(storage_key, inputs))
+        self.state = self.readable | model.buffer_storages
         #: Storage -> how many recorded ops :meth:`before_write` has looked through for it.
         self._scanned: dict[int, int] = {}
         self._copies: dict[int, torch.Tensor] = {}
@@ -170,10 +134,14 @@ class Ownership:
                     break
                 op.replay = frozen
 
-    def settle(self, raw: RawCapture, replayable: bool) -> None:
-        """Copy what can still change; keep replay arguments only when the trace can replay."""
-        self.state |= state_storages(named_modules(self.model), self.inputs)[0]  # reassigned during forward
+    def settle(self, raw: RawCapture, replayable: bool, model: Walk) -> None:
+        """Copy what can still change; keep replay arguments only when the trace can replay.
+
+        ``model``: :func:`capture.walk.walk` of the model as the forward pass ended (what it
+        holds now, reassigned during the forward pass or not)."""
         state = self.state
+        state |= model.readable
+        state |= model.buffer_storages
         saved = [op for op in raw.ops if op.out is not None]
         keys = storage_keys([op.out for op in saved])
         if not state.isdisjoint(keys):  # some output shares a storage with the state: copy those

@@ -5,41 +5,104 @@ torch's ``named_modules()`` (and with it ``named_parameters()``, ``named_buffers
 ``TypeError`` on a module that is unhashable (an ``nn.Module`` that also subclasses
 ``OrderedDict``). These walks give the same names in the same order, each object once at its
 first address, keyed by ``id``.
+
+A capture reads the model twice, as the forward pass starts and as it ends, each time in one
+:func:`walk` that collects what every part of the capture needs.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
+
+from .buffers import storage_keys
+
+#: What every module's ``__dict__`` holds for torch's own bookkeeping (flags, hook tables and
+#: the registries of parameters, buffers and children, read through their own tables): never
+#: the model's plain tensor state, so the scan skips it.
+_BOOKKEEPING = frozenset(vars(nn.Module()))
 
 
 def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """``model.named_modules()``: the model first (address ``""``), then its children, depth first."""
     seen: set[int] = set()
     found: list[tuple[str, nn.Module]] = []
-
-    def visit(name: str, module: nn.Module) -> None:
+    todo = [("", model)]  # the modules still to visit, the next one last
+    while todo:
+        name, module = todo.pop()
+        if id(module) in seen:  # met earlier in the walk: it keeps its first address
+            continue
         seen.add(id(module))
         found.append((name, module))
-        prefix = name + "." if name else ""
-        for child_name, child in module._modules.items():
-            if child is not None and id(child) not in seen:
-                visit(prefix + child_name, child)
-
-    visit("", model)
+        children = module._modules
+        if children:
+            prefix = name + "." if name else ""
+            todo.extend(reversed([(prefix + child_name, child) for child_name, child in children.items()
+                                  if child is not None]))
     return found
 
 
-def named_tensors(model: nn.Module, table: str,
-                  modules: Optional[list[tuple[str, nn.Module]]] = None) -> Iterator[tuple[str, torch.Tensor]]:
-    """``named_parameters()`` (``table="_parameters"``) or ``named_buffers()`` (``"_buffers"``);
-    ``modules``: :func:`named_modules` of ``model`` when the caller has it already."""
-    seen: set[int] = set()
-    for name, module in named_modules(model) if modules is None else modules:
+@dataclass(slots=True)
+class Walk:
+    """A model's modules, parameters, buffers and tensor attributes, read in one walk."""
+
+    #: :func:`named_modules` of the model.
+    modules: list[tuple[str, nn.Module]]
+    #: ``named_parameters()``: each parameter once, at its first address.
+    params: list[tuple[str, torch.Tensor]] = field(default_factory=list)
+    #: ``named_buffers()`` with each buffer's owning module and attribute name.
+    buffers: list[tuple[str, nn.Module, str, torch.Tensor]] = field(default_factory=list)
+    #: Storages of the parameters and of the tensors in module attributes (one level into
+    #: lists, tuples and dicts): model state a forward pass reads as plain tensors.
+    readable: set[int] = field(default_factory=set)
+    #: Storages of the registered buffers.
+    buffer_storages: set[int] = field(default_factory=set)
+
+
+def walk(model: nn.Module) -> Walk:
+    """Read ``model``'s modules, parameters, buffers and tensor attributes as they are now."""
+    found = Walk(named_modules(model))
+    params, buffers = found.params, found.buffers
+    seen_params: set[int] = set()
+    seen_buffers: set[int] = set()
+    readable: list[torch.Tensor] = []
+    buffer_tensors: list[torch.Tensor] = []
+    for name, module in found.modules:
         prefix = name + "." if name else ""
-        for tensor_name, tensor in getattr(module, table).items():
-            if tensor is not None and id(tensor) not in seen:
-                seen.add(id(tensor))
-                yield prefix + tensor_name, tensor
+        for param_name, tensor in module._parameters.items():
+            if tensor is not None:
+                readable.append(tensor)
+                if id(tensor) not in seen_params:
+                    seen_params.add(id(tensor))
+                    params.append((prefix + param_name, tensor))
+        for buffer_name, buffer in module._buffers.items():
+            if buffer is not None:
+                buffer_tensors.append(buffer)
+                if id(buffer) not in seen_buffers:
+                    seen_buffers.add(id(buffer))
+                    buffers.append((prefix + buffer_name, module, buffer_name, buffer))
+        attributes = vars(module)
+        for attribute in attributes.keys() - _BOOKKEEPING:
+            value = attributes[attribute]
+            if type(value) not in _PLAIN_VALUES:
+                readable.extend(_tensors_in(value))
+    found.readable = set(storage_keys(readable))
+    found.buffer_storages = set(storage_keys(buffer_tensors))
+    return found
+
+
+#: Types of the attribute values that are never tensors nor hold one (most module settings).
+_PLAIN_VALUES = frozenset({int, float, bool, str, type(None)})
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, torch.Tensor)]
+    return []

@@ -78,6 +78,72 @@ def test_restored_and_exception_propagates_as_itself_with_a_note():
     assert "op `linear`" in note and "module `inner`" in note and "linear.py" in note
 
 
+class SetsDtype(nn.Module):
+    """Calls a function every capture patches (a mode setter), keeping what it called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        self.setter = torch.set_default_dtype
+        self.setter(torch.get_default_dtype())
+        return self.lin(x)
+
+
+def test_a_function_the_user_patched_between_traces_is_wrapped_then_put_back(monkeypatch):
+    model, x = SetsDtype(), torch.ones(1, 2)
+    tl.trace(model, x)  # the patches of the functions as torch had them
+    calls, original = [], torch.set_default_dtype
+
+    def users_setter(dtype):
+        calls.append(dtype)
+        original(dtype)
+
+    monkeypatch.setattr(torch, "set_default_dtype", users_setter)
+    tl.trace(model, x)
+    assert calls and set(calls) == {torch.get_default_dtype()} and torch.set_default_dtype is users_setter
+    called = len(calls)
+    monkeypatch.undo()
+    tl.trace(model, x)
+    assert len(calls) == called and torch.set_default_dtype is original
+
+
+def test_a_patched_function_kept_after_its_capture_calls_what_it_replaced():
+    model, x = SetsDtype(), torch.ones(1, 2)
+    tl.trace(model, x)
+    assert model.setter is not torch.set_default_dtype  # the capture's wrapper, kept by the model
+    before = patched_state()
+    model.setter(torch.float64)
+    try:
+        assert torch.get_default_dtype() is torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert torch.equal(model(x), model.lin(x)) and patched_state() == before
+
+
+def test_the_removal_pops_every_copy_of_the_mode_on_top_and_nothing_below():
+    from torch.overrides import TorchFunctionMode
+
+    from torchlens.capture.patches import atomic
+    from torchlens.capture.session import _pop_own_mode
+
+    mode, other = TorchFunctionMode(), TorchFunctionMode()
+    depth = torch._C._len_torch_function_stack()
+    for pushed in (mode, other, mode, mode, mode):
+        torch._C._push_on_torch_function_stack(pushed)
+    try:
+        atomic(_pop_own_mode(mode))()
+        assert torch._C._len_torch_function_stack() == depth + 2
+        assert torch._C._get_function_stack_at(depth + 1) is other
+        torch._C._pop_torch_function_stack()
+        atomic(_pop_own_mode(mode))()
+        assert torch._C._len_torch_function_stack() == depth
+    finally:
+        while torch._C._len_torch_function_stack() > depth:
+            torch._C._pop_torch_function_stack()
+
+
 def test_python_exception_in_forward_names_the_module():
     class Fails(nn.Module):
         def forward(self, x):

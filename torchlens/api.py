@@ -12,7 +12,6 @@ from torchlens.analysis.arguments import check_bool, check_instance
 from torchlens.capture.backends import JAX, TORCH, jax_claims
 from torchlens.capture.record import RawCapture
 from torchlens.capture.session import capture_forward, uncompiled
-from torchlens.capture.walk import named_tensors
 
 from .containers import ContainerRecords
 from .errors import CaptureThreadError
@@ -68,14 +67,13 @@ def trace(
 def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: Mapping[str, Any],
          params: Optional[Mapping[str, tuple[tuple[int, ...], Any]]] = None, backend: str = TORCH.name) -> Trace:
     """Group a raw capture of ``model`` into its :class:`Trace`; ``params`` (address -> shape
-    and dtype) defaults to the parameters of a torch ``model``.
+    and dtype) defaults to those the capture read as the forward pass ended (``raw.params``).
 
-    What the model is now (its parameters' shapes, the keyword arguments) is read here; the
-    grouping and the records are built when the trace is first read (:meth:`Trace.later`),
+    The keyword arguments are read here; the grouping and the records are built when the trace is first read (:meth:`Trace.later`),
     from the parts of ``raw`` they need (not the model's return value, which the output ops
     hold when they are saved)."""
-    if params is None:
-        params = {name: (tuple(p.shape), p.dtype) for name, p in named_tensors(model, "_parameters")}
+    params = raw.params if params is None else params
+    assert params is not None, "a torch capture reads the parameters (capture_forward), a JAX one passes them"
     kept = replace(raw, output=None, selected=[])
     kwargs = dict(forward_kwargs)
 
