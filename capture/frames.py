@@ -41,10 +41,11 @@ def read_stack(frame: Optional[FrameType], roles: dict[int, int]) -> tuple[list,
 class ChainInterner:
     """Numbers distinct call-site chains; equal chains get equal small integers."""
 
-    __slots__ = ("_raw", "_ids", "chains", "_codes")
+    __slots__ = ("_raw", "_sites", "_ids", "chains", "_codes")
 
     def __init__(self) -> None:
         self._raw: dict[tuple, int] = {}
+        self._sites: dict[tuple[int, int], tuple[int]] = {}
         self._ids: dict[tuple[Place, ...], int] = {}
         #: Chain id -> the chain's places, outermost first.
         self.chains: list[tuple[Place, ...]] = []
@@ -58,6 +59,15 @@ class ChainInterner:
         if chain is None:
             chain = self._raw[raw] = self._normalise([code], raw[1:], None)
         return chain
+
+    def frame_site(self, frame: FrameType) -> tuple[int]:
+        """``(intern_frame(frame),)``: the call site of one frame alone, one tuple per place
+        (shared by the ops recorded there)."""
+        raw = (id(frame.f_code), frame.f_lasti)
+        site = self._sites.get(raw)
+        if site is None:
+            site = self._sites[raw] = (self.intern_frame(frame),)
+        return site
 
     def intern(self, frames: list) -> int:
         """The chain id of ``frames`` (innermost first, as :func:`read_stack` gives them)."""

@@ -116,14 +116,28 @@ class RawOp:
     params: tuple[str, ...]
     #: For a buffer version: which buffer, which version, how it was written.
     buffer: Any = None
-    #: For an op: the torch call that produced it (shared by its output slots), for replay.
-    replay: Any = None
+    #: For an op: the torch call that produced it (shared by its output slots), for replay; or,
+    #: until :attr:`replay` is first read, the pending form a capture records during the
+    #: forward pass (:func:`capture.replay.pending_call`), built then.
+    _replay: Any = None
     #: Where its tensor sits in a recorded container (:class:`capture.containers.ContainerSpec`),
     #: with ``capture_container_structure`` only.
     container: Any = None
     #: :func:`meta_of` the output, read before it was dropped or replaced by a copy (``None``
     #: while ``out`` is the op's own output).
     meta: Any = None
+
+    @property
+    def replay(self) -> Any:
+        """The torch call that produced this op (a ``RecordedCall``), or ``None``."""
+        call = self._replay
+        if type(call) is tuple:  # pending: built on first read
+            call = self._replay = call[0](call)
+        return call
+
+    @replay.setter
+    def replay(self, call: Any) -> None:
+        self._replay = call
 
 
 def meta_of(tensor: Any) -> tuple[Any, Optional[tuple[int, ...]], bool]:

@@ -73,6 +73,44 @@ class RecordedCall:
 new_call = builder(RecordedCall)
 
 
+class Settlement:
+    """What one capture's pending calls are built with (:func:`pending_call`).
+
+    During the forward pass a recorded call is kept as a plain tuple, cheap to make; its
+    :class:`RecordedCall` is built when ``RawOp.replay`` is first read. The tensor arguments
+    no op produced (parameters, constants) are collected in :attr:`foreign` as the calls are
+    recorded; at the end of the capture each gets its owned copy once (:attr:`owned`, set by
+    ``Ownership.settle``), so building a call later gives what settling it then would have.
+    """
+
+    __slots__ = ("foreign", "owned", "shared")
+
+    def __init__(self) -> None:
+        #: ``id(tensor)`` -> tensor, for each tensor argument no op produced (held, so no id is reused).
+        self.foreign: dict[int, torch.Tensor] = {}
+        #: ``id(tensor)`` -> its owned copy; ``None`` until the capture settles.
+        self.owned: Optional[dict[int, torch.Tensor]] = None
+        #: Settled positional arguments by the ids of the recorded ones, with those (held, so
+        #: no id is reused while a later call is built): calls reading the same objects share them.
+        self.shared: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
+
+
+def pending_call(func: Callable, args: tuple, kwargs: dict, sources: list[Source], modes: int,
+                 settlement: Settlement) -> tuple:
+    """A recorded call (no aliased read) as a capture keeps it until it is first read: the
+    arguments as :class:`RecordedCall` takes them. ``RawOp.replay`` builds it (:func:`make_call`)."""
+    return (make_call, func, args, kwargs, sources, modes, settlement)
+
+
+def make_call(pending: tuple) -> RecordedCall:
+    """The :class:`RecordedCall` of a :func:`pending_call`, settled if its capture has settled."""
+    _, func, args, kwargs, sources, modes, settlement = pending
+    owned = settlement.owned
+    if owned is not None and -1 in sources:
+        args, kwargs = _settled_args(args, kwargs, lambda tensor: owned.get(id(tensor), tensor), settlement.shared)
+    return new_call(func, args, kwargs if kwargs else {}, sources, {}, modes)
+
+
 @dataclass(frozen=True, slots=True)
 class Modes:
     """The global modes a torch call ran under: autocast, grad mode, default dtype."""
@@ -194,18 +232,25 @@ def substitute(args: tuple, kwargs: dict, replace: Callable[[int, Any], Any]) ->
 
 
 def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor],
-                shared: dict[tuple[int, ...], tuple]) -> RecordedCall:
+                shared: dict[tuple[int, ...], tuple[tuple, tuple]]) -> RecordedCall:
     """The call as a trace keeps it: every tensor argument no op produced owned (the call
     itself when there is none). Those are the tensors left in its arguments: a produced one
-    is :data:`PRODUCED` since the call was recorded.
-
-    ``shared``: the settled positional arguments of the calls settled before, by the ids of
-    the arguments as recorded; a call whose arguments are the same objects (a loop calling a
-    ``Linear`` each step reads the same weight and bias) shares their settled tuple. ``own``
-    is a function of the tensor's identity, so the tuple is what settling them again gives.
-    The caller keeps the recorded calls alive while it settles, so no id is reused."""
+    is :data:`PRODUCED` since the call was recorded. ``shared``: see :func:`_settled_args`."""
     if -1 not in call.sources:
         return call
+    args, kwargs = _settled_args(call.args, call.kwargs, own, shared)
+    return new_call(call.func, args, kwargs, call.sources, call.snapshots, call.modes)
+
+
+def _settled_args(args: tuple, kwargs: dict, own: Callable[[torch.Tensor], torch.Tensor],
+                  shared: dict[tuple[int, ...], tuple[tuple, tuple]]) -> tuple[tuple, dict]:
+    """A call's arguments with ``own(tensor)`` for each tensor in them.
+
+    ``shared``: the settled positional arguments of the calls settled before, with the
+    arguments as recorded (held, so no id is reused), by the ids of those; a call whose
+    arguments are the same objects (a loop calling a ``Linear`` each step reads the same
+    weight and bias) shares their settled tuple. ``own`` is a function of the tensor's
+    identity, so the tuple is what settling them again gives."""
 
     def keep(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -214,9 +259,8 @@ def settle_call(call: RecordedCall, own: Callable[[torch.Tensor], torch.Tensor],
             return type(value)([own(item) if isinstance(item, torch.Tensor) else item for item in value])
         return value
 
-    key = tuple(map(id, call.args))
-    args = shared.get(key)
-    if args is None:
-        args = shared[key] = tuple([keep(value) for value in call.args])
-    kwargs = {key: keep(value) for key, value in call.kwargs.items()} if call.kwargs else {}
-    return new_call(call.func, args, kwargs, call.sources, call.snapshots, call.modes)
+    key = tuple(map(id, args))
+    entry = shared.get(key)
+    if entry is None:
+        entry = shared[key] = (tuple([keep(value) for value in args]), args)
+    return entry[0], {key: keep(value) for key, value in kwargs.items()} if kwargs else {}

@@ -40,7 +40,7 @@ from .frames import SKIP, STOP, ChainInterner, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
-from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, Source, new_call, tensor_args
+from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call, tensor_args
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -104,11 +104,16 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Record input and module-call containers and each op's place in them.
         self.containers = containers
         self.interner = ChainInterner()
+        #: What the replay records left pending during the forward pass are built with.
+        self.settlement = Settlement()
         #: ``id(tensor)`` -> the op whose output it is. Under ``save="all"`` every such tensor
         #: is held until the capture ends, so no id is reused; otherwise :attr:`refs` tells
         #: whether the tensor an id named is still the same one.
         self.producer: dict[int, int] = {}
         self.refs: Optional[dict[int, weakref.ref]] = None if self.keep_all else {}
+        #: Whether :meth:`_arguments` may know a tensor argument by its id alone (every output
+        #: held) on its shortcut (:attr:`fast`).
+        self.by_id = self.fast and self.keep_all
         #: Storage -> saved outputs in it; built at the first in-place write (:meth:`preserve`).
         self.by_storage: Optional[dict[int, list[int]]] = None
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
@@ -270,10 +275,13 @@ class Capture(LeavesStack, TorchFunctionMode):
         call_args, call_kwargs, sources, parents, params = self._arguments(args, kwargs)
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
-        replay = None
+        replay: Any = None
         if self.keep_all:
-            snapshots = self._alias_snapshots(args, kwargs, sources) if self.storage_writer else {}
-            replay = new_call(func, call_args, call_kwargs, sources, snapshots, self.modes.index)
+            snapshots = self._alias_snapshots(args, kwargs, sources) if self.storage_writer else None
+            if snapshots or len(leaves) > 1:  # built now: the slots share it, a snapshot was taken
+                replay = new_call(func, call_args, call_kwargs, sources, snapshots or {}, self.modes.index)
+            else:
+                replay = pending_call(func, call_args, call_kwargs, sources, self.modes.index, self.settlement)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
                               tensor.dtype, parents, params, None, replay))
@@ -360,28 +368,28 @@ class Capture(LeavesStack, TorchFunctionMode):
         parents: list[int] = []
         params: list[str] = []
         kept: list[Any] = []
-        if self.fast and self.refs is None and not self.storage_writer:
-            # An op's output is known by its id alone (no weak check, no aliased write): the
-            # common case, read here; a parameter too.
-            get, param_names = self.producer.get, self.param_names
+        if self.by_id and not self.storage_writer:
+            # An op's output is known by its id alone (every output is held, so an id found is
+            # the tensor itself; no aliased write): the common case, read here; a parameter too.
+            get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
             for value in args:
-                if isinstance(value, _Tensor):
-                    index = get(id(value))
-                    if index is not None:
-                        sources.append(index)
-                        parents.append(index)
-                        kept.append(PRODUCED)
-                        continue
-                    name = param_names.get(id(value))
-                    if name is not None:
-                        params.append(name)
-                        sources.append(-1)
-                        kept.append(value)
-                        continue
-                elif type(value) is not list and type(value) is not tuple:
-                    kept.append(value)
+                key = id(value)
+                index = get(key)
+                if index is not None:
+                    sources.append(index)
+                    parents.append(index)
+                    kept.append(PRODUCED)
                     continue
-                kept.append(self._read_value(value, sources, parents, params))
+                name = param_names.get(key)
+                if name is not None:
+                    params.append(name)
+                    sources.append(-1)
+                    kept.append(value)
+                    foreign[key] = value
+                elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
+                    kept.append(self._read_value(value, sources, parents, params))
+                else:
+                    kept.append(value)
         else:
             kept = [self._read_value(value, sources, parents, params) for value in args]
         if kwargs:
@@ -412,6 +420,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         elif source >= 0:
             parents.append(source)
         else:
+            self.settlement.foreign[id(tensor)] = tensor
             return tensor
         return PRODUCED
 
@@ -463,7 +472,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             back = frame.f_back
             if back is not None and back.f_code is _CALL_IMPL:
                 call = self.stack[-1]  # torch called straight from a module's forward: the common case, made cheap
-                return self.raw.calls[call][0], call, (self.interner.intern_frame(frame),)
+                return self.raw.calls[call][0], call, self.interner.frame_site(frame)
         frames, stop = read_stack(frame, self.roles)
         level = len(self.stack) - 1
         if stop is not None and stop.f_code is not _CALL_IMPL_INNER and frames and level >= 0:
@@ -828,7 +837,7 @@ def capture_forward(
     capture.raw.state = dataclasses.replace(capture.raw.state, modes=capture.modes.modes)
     capture.raw.buffer_values = capture.buffers.finish()
     now = walk(model)
-    capture.ownership.settle(capture.raw, capture.keep_all, now)
+    capture.ownership.settle(capture.raw, capture.keep_all, now, capture.settlement)
     capture.raw.params = {name: (tuple(param.shape), param.dtype) for name, param in now.params}
     if not capture.keep_all:
         capture.drop_unselected_buffers()

@@ -26,7 +26,7 @@ from torch import nn
 
 from .buffers import storage_key, storage_keys
 from .record import RawCapture, meta_of
-from .replay import RecordedCall, settle_call, substitute
+from .replay import RecordedCall, Settlement, settle_call, substitute
 from .walk import Walk
 
 def snapshot(tensor: torch.Tensor) -> torch.Tensor:
@@ -134,11 +134,12 @@ class Ownership:
                     break
                 op.replay = frozen
 
-    def settle(self, raw: RawCapture, replayable: bool, model: Walk) -> None:
+    def settle(self, raw: RawCapture, replayable: bool, model: Walk, settlement: Settlement) -> None:
         """Copy what can still change; keep replay arguments only when the trace can replay.
 
         ``model``: :func:`capture.walk.walk` of the model as the forward pass ended (what it
-        holds now, reassigned during the forward pass or not)."""
+        holds now, reassigned during the forward pass or not); ``settlement``: the capture's,
+        for the calls still pending."""
         state = self.state
         state |= model.readable
         state |= model.buffer_storages
@@ -154,15 +155,24 @@ class Ownership:
             if root.values is not None:
                 root.values = tuple(own(t) for t in root.values)
         raw.buffer_values = {a: (own(first), own(last)) for a, (first, last) in raw.buffer_values.items()}
-        # A call that reads no tensor but the ops' outputs is kept as it is (``settle_call``).
+        if not replayable:
+            for op in raw.ops:
+                op.replay = None
+            return
+        # Each tensor a pending call reads that no op produced gets its copy now; the call is
+        # built with it when first read (:func:`capture.replay.make_call`).
+        settlement.owned = {key: self._copy(tensor) for key, tensor in settlement.foreign.items()}
+        # A call built during the forward pass (one with an aliased read or several outputs, or
+        # frozen by a write) is settled now; one that reads no tensor but the ops' outputs is
+        # kept as it is (``settle_call``).
         settled: dict[int, Any] = {}
-        shared: dict[tuple[int, ...], tuple] = {}
         for op in raw.ops:
-            call = op.replay
-            if call is not None and (not replayable or -1 in call.sources):
+            call = op._replay
+            if type(call) is RecordedCall and -1 in call.sources:
                 if id(call) not in settled:
-                    settled[id(call)] = settle_call(call, self._copy, shared) if replayable else None
+                    settled[id(call)] = settle_call(call, self._copy, settlement.shared)
                 op.replay = settled[id(call)]
+
 
 def _reads(call: RecordedCall, key: int) -> list[bool]:
     found: list[bool] = []
