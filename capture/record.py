@@ -107,9 +107,11 @@ class RawOp:
     args_text: str
     #: The output tensor (``None`` when this op's output is not saved).
     out: Any
-    #: Shape and dtype of the output.
-    shape: tuple[int, ...]
-    dtype: Any
+    #: Shape and dtype of the output; ``None`` until first read (:attr:`shape`, :attr:`dtype`)
+    #: while ``out`` is the op's own output or its copy (an output is copied before any write
+    #: reaches it, and read before it is dropped: :func:`capture.session.drop`).
+    _shape: Optional[tuple[int, ...]]
+    _dtype: Any
     #: Indices of the ops whose outputs this op read.
     parents: list[int]
     #: Addresses of the parameters this op read.
@@ -126,6 +128,26 @@ class RawOp:
     #: :func:`meta_of` the output, read before it was dropped or replaced by a copy (``None``
     #: while ``out`` is the op's own output).
     meta: Any = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the output."""
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = tuple(self.out.shape)
+        return shape
+
+    @property
+    def dtype(self) -> Any:
+        """Dtype of the output."""
+        dtype = self._dtype
+        if dtype is None:
+            dtype = self._dtype = self.out.dtype
+        return dtype
+
+    def keep_shape(self) -> None:
+        """Read the shape and dtype from the output now (before it is dropped)."""
+        self._shape, self._dtype = self.shape, self.dtype
 
     @property
     def replay(self) -> Any:

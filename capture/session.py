@@ -283,8 +283,8 @@ class Capture(LeavesStack, TorchFunctionMode):
             else:
                 replay = pending_call(func, call_args, call_kwargs, sources, self.modes.index, self.settlement)
         for slot, tensor in leaves:
-            self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, tuple(tensor.shape),
-                              tensor.dtype, parents, params, None, replay))
+            self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, None, None, parents, params,
+                              None, replay))
 
     def add_op(self, op: RawOp) -> int:
         """Append a recorded op, dropping its output unless it is selected; return its index."""
@@ -850,6 +850,7 @@ def capture_forward(
 def drop(op: RawOp) -> None:
     """Forget an op's output, keeping what users read of it without the tensor."""
     op.meta = op.meta or meta_of(op.out)
+    op.keep_shape()
     op.out = None
 
 

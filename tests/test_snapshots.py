@@ -7,11 +7,14 @@ time; a replay runs under the global state the capture saw.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 from torch import nn
 
 import torchlens as tl
+from torchlens.api import trace as unread_trace
 
 
 class Stateful(nn.Module):
@@ -313,3 +316,56 @@ def test_calls_reading_the_same_parameters_share_their_settled_arguments():
         model.lin.weight.mul_(2.0)
     assert not torch.equal(weight, model.lin.weight)
     assert trace.validate_forward_pass(strict=True).ok
+
+
+# A trace's records, replay calls included, are built when it is first read (``Trace.later``):
+# these traces come from ``torchlens.api.trace``, which no test fixture reads at once.
+
+
+def test_weights_written_before_the_first_read_do_not_reach_the_replay():
+    model = LinearLoop()
+    x = torch.randn(2, 4)
+    weight, bias = model.lin.weight.detach().clone(), model.lin.bias.detach().clone()
+    trace = unread_trace(model, x)
+    with torch.no_grad():
+        model.lin.weight.mul_(2.0)
+    model.lin.bias.data.add_(1.0)  # behind autograd: no version bump
+    calls = [op._replay for op in trace.ops if op.func_name == "linear"]
+    assert all(torch.equal(call.args[1], weight) and torch.equal(call.args[2], bias) for call in calls)
+    assert trace.validate_forward_pass(strict=True).ok
+
+
+class Lerps(nn.Module):
+    """Each step passes a float made for that step only: freed after the call, were it not held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        for i in range(20):
+            x = torch.lerp(x, self.w, 0.05 * (i + 1))
+        return x
+
+
+def test_calls_built_after_the_capture_keep_their_own_arguments():
+    """No id of an argument a call read is taken for another's, however late the calls are built."""
+    trace = unread_trace(Lerps(), torch.randn(3))
+    gc.collect()
+    calls = [op._replay for op in trace.ops if op.func_name == "lerp"]
+    assert [call.args[2] for call in calls] == [0.05 * (i + 1) for i in range(20)]
+    assert trace.validate_forward_pass(strict=True).ok
+
+
+class ReshapedInPlace(nn.Module):
+    def forward(self, x):
+        y = torch.tanh(x)
+        y.unsqueeze_(0)
+        return y * 2
+
+
+def test_an_output_reshaped_in_place_later_keeps_its_shape():
+    trace = unread_trace(ReshapedInPlace(), torch.randn(3))
+    assert [(op.func_name, op.shape) for op in trace.ops if op.func_name != "input"] == [
+        ("tanh", (3,)), ("unsqueeze_", (1, 3)), ("mul", (1, 3)), ("output", (1, 3))]
+    assert trace["tanh_1:1"].out.shape == (3,)
