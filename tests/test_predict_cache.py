@@ -395,3 +395,28 @@ def test_a_constant_s_value_is_part_of_the_key() -> None:
                        (0.0, ["tensor", "rdiv", "tanh"])]:
         model.s = value
         assert _ops(tl.predict(model, x)) == ops, value
+
+
+def test_only_callables_that_cannot_change_are_keyed() -> None:
+    """torch's C callables by themselves; torch's own Python without a closure by its code and
+    defaults too (a new ``__code__`` is a new key); any other Python, and a C method bound to
+    a tensor (whose metadata the key would not hold), are not kept."""
+    from torchlens.fake_memo import _op_key
+
+    assert _op_key(torch.tanh) is torch.tanh and _op_key(torch.Tensor.view) is torch.Tensor.view
+    assert _op_key("mT") == "mT"
+    assert _op_key(torch.randn(2).view) is None
+    assert _op_key(lambda x: x) is None
+    split = torch.Tensor.split
+    key = _op_key(split)
+    assert key is not None and split.__code__ in key
+    wrapped = torch.Tensor.__rsub__
+    assert wrapped.__closure__ is None or _op_key(wrapped) is None
+
+    def fake_torch(x):
+        return x
+
+    fake_torch.__module__ = "torch.fake_for_test"
+    before = _op_key(fake_torch)
+    fake_torch.__code__ = (lambda x: -x).__code__
+    assert before is not None and _op_key(fake_torch) != before

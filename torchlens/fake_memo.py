@@ -6,8 +6,10 @@ prediction). :class:`OpMemo` gives back what the op gave last time instead, when
 hold, else the op runs on the fake mode as before:
 
 - **The key is exact.** The op is a callable torch implements in C (or a view property by
-  name): its result depends only on its arguments and on torch's global state, never on
-  Python that could have been changed since. Each tensor argument is a fake of this mode,
+  name): its result depends only on its arguments and on torch's global state; or torch's
+  own Python reached through its dispatcher (``Tensor.split``), without a closure, keyed
+  also by its code and defaults (torch's Python, like the fake mode's own, is taken as fixed
+  for the process; any other Python could have been changed since, and is not kept). Each tensor argument is a fake of this mode,
   keyed by everything its output can depend on (:func:`tensor_key`: shape, strides, storage
   offset, dtype, device, layout, ``requires_grad``, leaf, view, conjugate, negative and
   inference bits, and for a view its base's ``requires_grad`` and leaf bit), and by the
@@ -73,6 +75,18 @@ def tensor_key(t: Any) -> tuple:
     return (t.shape, t.stride(), t.storage_offset(), t.dtype, t.fake_device, t.layout, t.requires_grad, t.is_leaf,
             view, t.is_conj(), t.is_neg(), t.is_inference(),
             (base.requires_grad, base.is_leaf) if base is not None else None)
+
+
+def _op_key(fn: Any) -> Any:
+    """The op as the key holds it, or ``None`` when what it does could have changed."""
+    if type(fn) is str:
+        return fn
+    if isinstance(fn, _C_CALLABLES):
+        return None if isinstance(getattr(fn, "__self__", None), torch.Tensor) else fn
+    if type(fn) is types.FunctionType and fn.__closure__ is None and (fn.__module__ or "").startswith("torch."):
+        kwdefaults = fn.__kwdefaults__
+        return fn, fn.__code__, fn.__defaults__, None if kwdefaults is None else tuple(kwdefaults.items())
+    return None
 
 
 def _constant_key(constant: torch.Tensor) -> tuple:
@@ -152,14 +166,14 @@ class OpMemo:
     def key(self, fn: Any, args: list, kwargs: dict) -> tuple[Optional[tuple], list]:
         """The call's key (``None``: not keyable, or torch's state forbids) and its tensor arguments."""
         inputs: list = []
-        if type(fn) is not str and not (isinstance(fn, _C_CALLABLES) and not isinstance(
-                getattr(fn, "__self__", None), torch.Tensor)):
+        op = _op_key(fn)
+        if op is None:
             return None, inputs
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack() \
                 or torch._C._is_any_autocast_enabled():
             return None, inputs
         try:
-            key = (fn, tuple(self._arg(a, inputs) for a in args),
+            key = (op, tuple(self._arg(a, inputs) for a in args),
                    tuple((name, self._arg(v, inputs)) for name, v in kwargs.items()),
                    torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype())
             hash(key)
