@@ -11,6 +11,8 @@ import linecache
 import sys
 from types import SimpleNamespace
 
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -227,25 +229,54 @@ def test_a_signature_edited_and_reloaded_is_bound_again(tmp_path, monkeypatch) -
 
 
 class WritesIntoAnOutput(nn.Module):
-    """``y`` is an op's output, reshaped in place between two branches that read its shape."""
+    """``y`` is an op's output, reshaped in place between two branches that read its shape
+    (``.shape`` is read from its fake, not answered by the memo)."""
+
+    def __init__(self, dim) -> None:
+        super().__init__()
+        self.dim = dim
 
     def forward(self, x):
         y = x + 1
-        if y.dim() == 2:
+        if len(y.shape) == 2:
             x = torch.tanh(x)
-        y.unsqueeze_(0)
-        if y.dim() == 3:
+        y.unsqueeze_(self.dim)
+        if len(y.shape) == 3:
             x = torch.sigmoid(x)
         return x, y
 
 
-def test_an_output_changed_in_place_by_the_last_prediction_is_made_again() -> None:
+@pytest.mark.parametrize("dim", [0, np.int64(0)], ids=["keyed", "not keyed"])
+def test_an_output_changed_in_place_by_the_last_prediction_is_made_again(dim) -> None:
     """Neither the output changed in place (kept, it would be 3-d) nor the in-place op (kept,
-    it would change nothing) is given again."""
-    model, x = WritesIntoAnOutput(), torch.randn(2, 3)
+    it would change nothing) is given again, whether the in-place op was keyed or not (a
+    numpy int is an argument the memo does not key: the op runs, unchecked)."""
+    model, x = WritesIntoAnOutput(dim), torch.randn(2, 3)
     first = _ops(tl.predict(model, x))
     assert first == ["add", "tanh", "unsqueeze_", "sigmoid"]
     assert _ops(tl.predict(model, x)) == first == _ops(tl.predict(model, x))
+
+
+class ReducesAfterAWrite(nn.Module):
+    def forward(self, x):
+        y = x + 1
+        y.unsqueeze_(0)
+        z = y.sum(-1)
+        return torch.tanh(z) if len(z.shape) == 2 else z
+
+
+class ReducesPlainly(nn.Module):
+    def forward(self, x):
+        z = (x + 1).sum(-1)
+        return torch.sigmoid(z) if len(z.shape) == 1 else z
+
+
+def test_a_fake_changed_in_place_is_keyed_by_its_new_metadata() -> None:
+    """After ``unsqueeze_``, ``y.sum(-1)`` is keyed by the 3-d ``y`` (read before the write,
+    the 2-d key would keep a 2-d result for it, which a 2-d tensor's sum would then get)."""
+    x = torch.randn(2, 3)
+    assert _ops(tl.predict(ReducesAfterAWrite(), x)) == ["add", "unsqueeze_", "sum", "tanh"]
+    assert _ops(tl.predict(ReducesPlainly(), x)) == ["add", "sum", "sigmoid"]
 
 
 class TwoEqualCalls(nn.Module):

@@ -30,6 +30,12 @@ hold, else the op runs on the fake mode as before:
   and constant): changed since by an in-place op, it is made again. A query's answer (a
   ``torch.Size``, an int) is an immutable value; an op that raised is :data:`RAISED` again.
 
+Fakes change only when an op runs on them. So the memo keeps an **epoch** that moves whenever
+a run may have changed one (a keyed op that changed an argument; any op run without a key,
+so unchecked), and what was read of a fake stays true while the epoch stays: a kept output
+is read again only when the epoch moved since it was last read, and a prediction reads each
+fake's metadata once per epoch (``known``).
+
 Bounded: at most :data:`KEYS` keys (least recently used forgotten first), :data:`PER_KEY`
 calls per key. One memo per fake mode (the kept fakes of a thread: when they are dropped,
 so is the memo).
@@ -115,22 +121,25 @@ def _changes(t: Any) -> tuple:
 
 
 class _Made:
-    """A tensor the op made: given again while :func:`_stamp` is unchanged, and (a view:
-    ``alias`` is the index of the argument it shares storage with) while it shares storage
-    with that argument."""
+    """A tensor the op made: given again while :func:`_stamp` is unchanged (read again only
+    when the memo's epoch moved since it was last read), and (a view: ``alias`` is the index of
+    the argument it shares storage with) while it shares storage with that argument."""
 
-    __slots__ = ("tensor", "stamp", "alias", "constant")
+    __slots__ = ("tensor", "stamp", "alias", "constant", "epoch")
 
-    def __init__(self, tensor: Any, alias: Optional[int]) -> None:
-        self.tensor, self.stamp, self.alias = tensor, _stamp(tensor), alias
+    def __init__(self, tensor: Any, alias: Optional[int], epoch: int) -> None:
+        self.tensor, self.stamp, self.alias, self.epoch = tensor, _stamp(tensor), alias, epoch
         self.constant = tensor.constant  # kept alive: its id is in the stamp
 
-    def again(self, inputs: list) -> Any:
+    def again(self, inputs: list, epoch: int, known: dict) -> Any:
         tensor = self.tensor
-        if _stamp(tensor) != self.stamp:
-            return MISS
+        if self.epoch != epoch:
+            if _stamp(tensor) != self.stamp:
+                return MISS
+            self.epoch = epoch
         if self.alias is not None and inputs[self.alias].untyped_storage()._cdata != self.stamp[1]:
             return MISS
+        known[id(tensor)] = (tensor, self.stamp[0])
         return tensor
 
 
@@ -144,12 +153,12 @@ class _Outcome:
     def __init__(self, kind: Optional[type], parts: tuple, value: Any) -> None:
         self.kind, self.parts, self.value = kind, parts, value
 
-    def again(self, inputs: list) -> Any:
+    def again(self, inputs: list, epoch: int, known: dict) -> Any:
         if not self.parts:
             return self.value
         out = []
         for part in self.parts:
-            tensor = inputs[part] if type(part) is int else part.again(inputs)
+            tensor = inputs[part] if type(part) is int else part.again(inputs, epoch, known)
             if tensor is MISS:
                 return MISS
             out.append(tensor)
@@ -162,9 +171,18 @@ class OpMemo:
     def __init__(self, mode: Any) -> None:
         self.mode = mode
         self._entries: OrderedDict[tuple, list[Optional[_Outcome]]] = OrderedDict()
+        #: Moves whenever an op run on fakes of the mode may have changed one (wrote into an
+        #: argument, or was not keyed, so not checked): what was read of a fake before holds
+        #: while it stays.
+        self.epoch = 0
 
-    def key(self, fn: Any, args: list, kwargs: dict) -> tuple[Optional[tuple], list]:
-        """The call's key (``None``: not keyable, or torch's state forbids) and its tensor arguments."""
+    def changed(self) -> None:
+        """An op ran on fakes of the mode without being checked: any fake may have changed."""
+        self.epoch += 1
+
+    def key(self, fn: Any, args: list, kwargs: dict, known: dict) -> tuple[Optional[tuple], list]:
+        """The call's key (``None``: not keyable, or torch's state forbids) and its tensor
+        arguments; ``known``: ``id(fake)`` -> (it, its :func:`tensor_key`) read at this epoch."""
         inputs: list = []
         op = _op_key(fn)
         if op is None:
@@ -173,39 +191,47 @@ class OpMemo:
                 or torch._C._is_any_autocast_enabled():
             return None, inputs
         try:
-            key = (op, tuple(self._arg(a, inputs) for a in args),
-                   tuple((name, self._arg(v, inputs)) for name, v in kwargs.items()),
+            key = (op, tuple(self._arg(a, inputs, known) for a in args),
+                   tuple((name, self._arg(v, inputs, known)) for name, v in kwargs.items()),
                    torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype())
             hash(key)
         except (_Unkeyable, TypeError):
             return None, inputs
         return key, inputs
 
-    def _arg(self, obj: Any, inputs: list) -> Any:
+    def _arg(self, obj: Any, inputs: list, known: dict) -> Any:
         kind = type(obj)
         if kind is FakeTensor:
             if obj.fake_mode is not self.mode:
                 raise _Unkeyable
             inputs.append(obj)
             constant = obj.constant
-            return kind, tensor_key(obj), None if constant is None else _constant_key(constant)
+            if constant is not None:  # (an inference tensor's writes leave no version to check)
+                if obj.is_inference():
+                    raise _Unkeyable
+                return kind, tensor_key(obj), _constant_key(constant)
+            entry = known.get(id(obj))
+            if entry is None or entry[0] is not obj:
+                entry = known[id(obj)] = (obj, tensor_key(obj))
+            return kind, entry[1], None
         if kind in _PLAIN:
             return kind, obj
         if kind is float:  # by its bits: -0.0 and 0.0 differ (a constant's value would)
             return kind, obj.hex()
         if kind is tuple or kind is list or kind is torch.Size:
-            return kind, tuple(self._arg(o, inputs) for o in obj)
+            return kind, tuple(self._arg(o, inputs, known) for o in obj)
         if kind is slice:
-            return kind, self._arg(obj.start, inputs), self._arg(obj.stop, inputs), self._arg(obj.step, inputs)
+            return kind, self._arg(obj.start, inputs, known), self._arg(obj.stop, inputs, known), \
+                self._arg(obj.step, inputs, known)
         raise _Unkeyable
 
-    def get(self, key: tuple, k: int, inputs: list) -> Any:
+    def get(self, key: tuple, k: int, inputs: list, known: dict) -> Any:
         """What the ``k``-th call with ``key`` in a prediction gave before, or :data:`MISS`."""
         calls = self._entries.get(key)
         if calls is None or k >= len(calls) or calls[k] is None:
             return MISS
         self._entries.move_to_end(key)
-        return calls[k].again(inputs)  # type: ignore[union-attr]
+        return calls[k].again(inputs, self.epoch, known)  # type: ignore[union-attr]
 
     @staticmethod
     def before(inputs: list) -> list:
@@ -215,7 +241,10 @@ class OpMemo:
     def put(self, key: tuple, k: int, result: Any, inputs: list, before: list) -> None:
         """Keep what the ``k``-th call with ``key`` gave (``result``; :data:`RAISED` if it
         raised), if it changed none of its arguments and can be given again exactly."""
-        if k >= PER_KEY or any(_changes(t) != b for t, b in zip(inputs, before)):
+        if any(_changes(t) != b for t, b in zip(inputs, before)):
+            self.epoch += 1
+            return
+        if k >= PER_KEY:
             return
         outcome = self._outcome(result, inputs)
         calls = self._entries.get(key)
@@ -251,7 +280,7 @@ class OpMemo:
         alias = next((at for at, given in enumerate(inputs) if given.untyped_storage()._cdata == storage), None)
         if alias is None and tensor._is_view():
             return None  # a view of something that is not an argument
-        return _Made(tensor, alias)
+        return _Made(tensor, alias, self.epoch)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -417,6 +417,9 @@ class FakeShapes:
         self._memo: Optional[OpMemo] = None
         #: How many calls with each memo key this prediction made (the k-th gets the k-th's result).
         self._calls: dict[tuple, int] = {}
+        #: Metadata of fakes read at the memo's epoch ``_epoch`` (see :meth:`OpMemo.key`).
+        self._known: dict[int, tuple[Any, tuple]] = {}
+        self._epoch = -1
 
     def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
         try:
@@ -426,11 +429,17 @@ class FakeShapes:
             return _UNKNOWN
         mode = self._fake_mode()
         memo = self._memo
-        key, inputs = memo.key(fn, plain, plain_kw) if memo is not None else (None, [])
-        if key is None or memo is None:
+        if memo is None:
+            return self._run(mode, fn, plain, plain_kw)
+        if memo.epoch != self._epoch:
+            self._known.clear()
+            self._epoch = memo.epoch
+        key, inputs = memo.key(fn, plain, plain_kw, self._known)
+        if key is None:
+            memo.changed()
             return self._run(mode, fn, plain, plain_kw)
         k = self._calls[key] = self._calls.get(key, -1) + 1
-        result = memo.get(key, k, inputs)
+        result = memo.get(key, k, inputs, self._known)
         if result is MISS:
             before = memo.before(inputs)
             result = self._run(mode, fn, plain, plain_kw)
