@@ -225,21 +225,35 @@ class OpMemo:
                 self._arg(obj.step, inputs, known)
         raise _Unkeyable
 
-    def get(self, key: tuple, k: int, inputs: list, known: dict) -> Any:
-        """What the ``k``-th call with ``key`` in a prediction gave before, or :data:`MISS`."""
-        calls = self._entries.get(key)
-        if calls is None or k >= len(calls) or calls[k] is None:
-            return MISS
+    def calls(self, key: tuple) -> list[Optional[_Outcome]]:
+        """What the calls with ``key`` gave, by their order in a prediction (made empty if
+        none is kept)."""
+        entries = self._entries
+        calls = entries.get(key)
+        if calls is None:
+            calls = entries[key] = []
+            while len(entries) > KEYS:
+                entries.popitem(last=False)
+        return calls
+
+    def used(self, key: tuple) -> None:
+        """``key`` is the most recently used (a prediction's first call with it)."""
         self._entries.move_to_end(key)
-        return calls[k].again(inputs, self.epoch, known)  # type: ignore[union-attr]
+
+    def get(self, calls: list[Optional[_Outcome]], k: int, inputs: list, known: dict) -> Any:
+        """What the ``k``-th call of ``calls`` in a prediction gave before, or :data:`MISS`."""
+        if k >= len(calls):
+            return MISS
+        outcome = calls[k]
+        return MISS if outcome is None else outcome.again(inputs, self.epoch, known)
 
     @staticmethod
     def before(inputs: list) -> list:
         """What the op could change in its tensor arguments, read before it runs."""
         return [_changes(t) for t in inputs]
 
-    def put(self, key: tuple, k: int, result: Any, inputs: list, before: list) -> None:
-        """Keep what the ``k``-th call with ``key`` gave (``result``; :data:`RAISED` if it
+    def put(self, calls: list[Optional[_Outcome]], k: int, result: Any, inputs: list, before: list) -> None:
+        """Keep what the ``k``-th call of ``calls`` gave (``result``; :data:`RAISED` if it
         raised), if it changed none of its arguments and can be given again exactly."""
         if any(_changes(t) != b for t, b in zip(inputs, before)):
             self.epoch += 1
@@ -247,11 +261,6 @@ class OpMemo:
         if k >= PER_KEY:
             return
         outcome = self._outcome(result, inputs)
-        calls = self._entries.get(key)
-        if calls is None:
-            calls = self._entries[key] = []
-            while len(self._entries) > KEYS:
-                self._entries.popitem(last=False)
         calls.extend([None] * (k + 1 - len(calls)))
         calls[k] = outcome
 

@@ -17,7 +17,7 @@ import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import torch
 from torch import nn
@@ -127,9 +127,12 @@ class TorchHost(Host):
         self._transforms = _transforms()
         self._names: dict[int, tuple[Any, Optional[str]]] = {}
         #: Per callable and per tensor attribute name, what this prediction found (torch's
-        #: functions and the tensor type do not change while one prediction runs).
+        #: functions and the tensor type do not change while one prediction runs; the
+        #: next prediction asks again).
         self._intrinsics: dict[int, tuple[Any, Optional[Intrinsic]]] = {}
         self._attributes: dict[str, tuple[Member, Any]] = {}
+        self._functions: dict[int, _Function] = {}
+        self._constant_calls: dict[int, tuple[Any, bool]] = {}
         self._dunders = _dunder_names()
         self._shapes = FakeShapes()
 
@@ -233,6 +236,13 @@ class TorchHost(Host):
 
     def constant_call(self, fn: Any) -> bool:
         """torch's pure queries (``is_grad_enabled``, ``_get_tracing_state``, ``finfo``) run for real."""
+        entry = self._constant_calls.get(id(fn))
+        if entry is None or entry[0] is not fn:
+            entry = self._constant_calls[id(fn)] = (fn, self._constant_call(fn))
+        return entry[1]
+
+    @staticmethod
+    def _constant_call(fn: Any) -> bool:
         if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state,
                   torch._C._are_functorch_transforms_active):
             return True
@@ -298,9 +308,21 @@ class TorchHost(Host):
             return {str(k): v for k, v in enumerate(source.items)}
         return {} if not args else None
 
+    def _function(self, fn: Any) -> _Function:
+        entry = self._functions.get(id(fn))
+        if entry is None or entry.fn is not fn:
+            module = fn.__module__ or ""
+            entry = self._functions[id(fn)] = _Function(
+                fn, self._skip_function(fn, True), self._skip_function(fn, False), self._unfollowed(fn),
+                fn in _NOT_TRACING or fn is torch.jit.annotate or module.startswith("torch.jit")
+                or fn is _PARAMETER_NEW or fn.__name__ in ("register_buffer", "register_parameter"))
+        return entry
+
     def emulate(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Optional[Value]:
         """Buffers and parameters registered in ``__init__`` (prediction from a class);
         TorchScript compilation, whose result is opaque (its module is one boundary op)."""
+        if not self._function(fn).emulated:
+            return None
         if fn in _NOT_TRACING:  # the capture runs the model eagerly: not scripted, not traced
             return Known(False)
         if fn is torch.jit.annotate and len(args) == 2:  # the value, as eager mode returns it
@@ -325,6 +347,9 @@ class TorchHost(Host):
 
     def unfollowed(self, fn: Any) -> Optional[str]:
         """torch's higher-order ops and compilers run the model's functions under their own tracing."""
+        return self._function(fn).unfollowed
+
+    def _unfollowed(self, fn: Any) -> Optional[str]:
         code = getattr(fn, "__code__", None)
         if fn is torch.compile or code is not None and any(part in code.co_filename for part in _UNFOLLOWED):
             name = getattr(fn, "__qualname__", repr(fn))
@@ -334,6 +359,11 @@ class TorchHost(Host):
     def skip_function(self, fn: Any, running: bool = False) -> bool:
         """Construction-time plumbing not worth reading (``Module.__init__``; initialisers when
         reading a class's ``__init__``: while the model runs, their ops are recorded)."""
+        facts = self._function(fn)
+        return facts.skipped_running if running else facts.skipped_reading
+
+    @staticmethod
+    def _skip_function(fn: Any, running: bool) -> bool:
         return fn is nn.Module.__init__ or not running and (fn.__module__ == "torch.nn.init" or fn.__name__ in (
             "reset_parameters", "_reset_parameters"))
 
@@ -348,6 +378,19 @@ _UNWRAP_IF_DEAD = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead
 _NOT_TRACING = (torch.jit.is_tracing, torch.jit.is_scripting)
 #: torch packages whose functions trace or compile what they are given.
 _UNFOLLOWED = tuple(f"{os.sep}torch{os.sep}{part}{os.sep}" for part in ("_higher_order_ops", "export"))
+
+
+class _Function(NamedTuple):
+    """What the torch host answers for one Python function, found once per prediction."""
+
+    fn: Any
+    #: :meth:`TorchHost.skip_function` while the model runs, and reading a class's ``__init__``.
+    skipped_running: bool
+    skipped_reading: bool
+    #: :meth:`TorchHost.unfollowed`.
+    unfollowed: Optional[str]
+    #: Whether :meth:`TorchHost.emulate` may model it.
+    emulated: bool
 
 
 class _FunctionContext:
@@ -415,8 +458,9 @@ class FakeShapes:
     def __init__(self) -> None:
         self._mode: Any = None
         self._memo: Optional[OpMemo] = None
-        #: How many calls with each memo key this prediction made (the k-th gets the k-th's result).
-        self._calls: dict[tuple, int] = {}
+        #: id(the memo's calls of a key) -> (them, the last call's number in this prediction):
+        #: the k-th call with a key gets what the k-th gave.
+        self._calls: dict[int, tuple[list, int]] = {}
         #: Metadata of fakes read at the memo's epoch ``_epoch`` (see :meth:`OpMemo.key`).
         self._known: dict[int, tuple[Any, tuple]] = {}
         self._epoch = -1
@@ -438,12 +482,17 @@ class FakeShapes:
         if key is None:
             memo.changed()
             return self._run(mode, fn, plain, plain_kw)
-        k = self._calls[key] = self._calls.get(key, -1) + 1
-        result = memo.get(key, k, inputs, self._known)
+        calls = memo.calls(key)
+        last = self._calls.get(id(calls))
+        k = last[1] + 1 if last is not None and last[0] is calls else 0
+        if k == 0:
+            memo.used(key)
+        self._calls[id(calls)] = (calls, k)
+        result = memo.get(calls, k, inputs, self._known)
         if result is MISS:
             before = memo.before(inputs)
             result = self._run(mode, fn, plain, plain_kw)
-            memo.put(key, k, result, inputs, before)
+            memo.put(calls, k, result, inputs, before)
         return result
 
     @staticmethod
