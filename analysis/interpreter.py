@@ -903,7 +903,7 @@ class Interpreter:
                  kwargs: dict[str, Value]) -> Value:
         """Bind arguments and run a function body in a new frame."""
         depth = sum(isinstance(e, Frame) for e in self.stack)
-        same = [e for e in self.stack if isinstance(e, Frame) and e.code is code]
+        same = [e for e in self.stack if isinstance(e, Frame) and e.code is code] if depth > MAX_RECURSION else []
         if len(same) > MAX_RECURSION:
             self.cut.update(e.at.code for e in same if e.at is not None)
             return self.opaque_call(code, args, kwargs, f"{code.co_name}: recursion deeper than {MAX_RECURSION} "
