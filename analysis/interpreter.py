@@ -304,6 +304,9 @@ class Interpreter:
         #: (unreadable, or called under an undecided branch); its keyword marker).
         self.lru: dict[int, tuple[Any, dict[Any, Value] | str, object]] = {}
         self._keep: list[Any] = []
+        #: id(code) -> (it, the qualname asked, its source and node): found once per run (the
+        #: source files and :mod:`linecache` do not change while it runs).
+        self.sources: dict[int, tuple[CodeType, str, SourceFile, ast.AST]] = {}
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
         #: Builtins the run models itself, by the live builtin.
@@ -849,14 +852,20 @@ class Interpreter:
         emulated = self.host.emulate(fn, args, kwargs)
         if emulated is not None:
             return emulated
-        started = time.perf_counter()
         missing: Optional[SourceUnavailableError] = None
-        try:
-            src, node = source_of_code(fn.__code__, fn.__qualname__)
-        except SourceUnavailableError as error:
-            missing = error
-        finally:  # reading a file is bounded work: the budget counts interpretation only
-            self.deadline += time.perf_counter() - started
+        code, qualname = fn.__code__, fn.__qualname__
+        read = self.sources.get(id(code))
+        if read is not None and read[0] is code and read[1] == qualname:
+            src, node = read[2], read[3]
+        else:
+            started = time.perf_counter()
+            try:
+                src, node = source_of_code(code, qualname)
+                self.sources[id(code)] = (code, qualname, src, node)
+            except SourceUnavailableError as error:
+                missing = error
+            finally:  # reading a file is bounded work: the budget counts interpretation only
+                self.deadline += time.perf_counter() - started
         if missing is not None:
             unread_why = unread(fn)
             if unread_why is None:  # straight-line code (exec of a string): read its instructions

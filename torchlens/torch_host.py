@@ -139,6 +139,8 @@ class TorchHost(Host):
     # -- ops ---------------------------------------------------------------------------------
 
     def op_name(self, fn: Any) -> Optional[str]:
+        if type(fn) is types.MethodType:  # a Python method bound now: never an op (nor a transform)
+            return None
         if fn in self._transforms:
             return self._transforms[fn]
         entry = self._names.get(id(fn))
@@ -213,6 +215,8 @@ class TorchHost(Host):
         return info.name if info.kind is OP else None
 
     def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
+        if type(fn) is types.MethodType:  # a Python method bound now: none of the intrinsics
+            return None
         entry = self._intrinsics.get(id(fn))
         if entry is None or entry[0] is not fn:
             entry = self._intrinsics[id(fn)] = (fn, self._intrinsic(fn))
@@ -577,7 +581,8 @@ class _KeptFakes:
     fake outlives its prediction; but never stale: when a prediction starts, every kept
     fake is checked against its tensor (shape, strides, dtype, device, ``requires_grad``,
     type: :func:`_signature`) and against itself (an in-place op of an earlier prediction
-    bumps its version counter or changes its shape). If any differs, or more than
+    bumps its version counter or changes its shape: read again only when the memo's epoch
+    moved since the last check, see :class:`~torchlens.fake_memo.OpMemo`). If any differs, or more than
     :data:`_KEPT` are kept, the mode and all its fakes are dropped and the prediction starts
     a new mode (the mode's own memo would otherwise hand back the old fake). One per thread:
     a mode is not shared across threads.
@@ -589,17 +594,23 @@ class _KeptFakes:
         self.memo: Optional[OpMemo] = None
         #: ``id(tensor)`` -> (weak reference, its signature, its fake, the fake's signature and version).
         self._entries: dict[int, tuple[weakref.ref, tuple, Any, tuple]] = {}
+        #: The memo's epoch when the fakes were last found unchanged (no op has run on them since).
+        self._checked = -1
 
     def mode(self) -> Any:
         """The mode of a prediction starting now (a new one if any kept fake is stale)."""
+        memo = self.memo
+        fakes_checked = memo is not None and memo.epoch == self._checked
         if self._mode is None or len(self._entries) > _KEPT or not all(
-                _signature(tensor) == live and (*_signature(fake), fake._version) == made
+                _signature(tensor) == live and (fakes_checked or (*_signature(fake), fake._version) == made)
                 for ref, live, fake, made in list(self._entries.values()) if (tensor := ref()) is not None):
             from torch._subclasses.fake_tensor import FakeTensorMode
 
             self._mode = FakeTensorMode(allow_non_fake_inputs=True)
             self._entries = {}
-            self.memo = OpMemo(self._mode)
+            self.memo = memo = OpMemo(self._mode)
+        assert memo is not None
+        self._checked = memo.epoch
         return self._mode
 
     def fake(self, mode: Any, tensor: torch.Tensor) -> Any:
