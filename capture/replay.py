@@ -138,10 +138,11 @@ class Modes:
 class ModesJournal:
     """The modes a capture's calls ran under, each distinct one once (``RecordedCall.modes``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: Modes) -> None:
+        """``start``: the modes in force as the capture starts."""
         self.table: dict[Modes, int] = {}
         #: Index of the current modes.
-        self.index = self.intern(Modes.now())
+        self.index = self.intern(start)
 
     def intern(self, modes: Modes) -> int:
         return self.table.setdefault(modes, len(self.table))

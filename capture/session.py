@@ -16,7 +16,6 @@ builds a raw tuple of ints, and one dict lookup to turn it into a chain id.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import threading
 import weakref
@@ -93,6 +92,8 @@ class Capture(LeavesStack, TorchFunctionMode):
                  gradients: bool = False) -> None:
         super().__init__()
         self.raw = RawCapture()
+        #: The global state as the capture starts (its modes completed as it ends).
+        self.raw.state = GlobalState.now()
         #: ``raw.ops``, and with ``save_gradients`` the store the tensor hooks fill (``raw.gradients``).
         self.ops = self.raw.ops
         self.gradients = self.raw.gradients = Gradients() if gradients else None
@@ -124,7 +125,6 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
         self.keep_alive: list[Any] = []
         self.stack: list[int] = []
-        self.addresses: dict[int, str] = {}
         self.func_info: dict[Any, funcs.FuncInfo] = {}
         #: The plain ops met (an op, not in place, no fused buffer write) -> their name: what
         #: :meth:`__torch_function__` decides with one lookup.
@@ -157,12 +157,11 @@ class Capture(LeavesStack, TorchFunctionMode):
                     "record them; trace it before compiling it, or compile with torch.compile(module), "
                     "whose wrapper torchlens looks through"
                 )
-            self.addresses[id(module)] = name or "self"
-            self._module(module)
+            self._module(module, name or "self")
         self.param_names = {id(param): name for name, param in self.model.params}
         self.buffers = BufferJournal(self, self.model.buffers)
         #: The autocast, grad and default-dtype modes each recorded call runs under.
-        self.modes = ModesJournal()
+        self.modes = ModesJournal(self.raw.state.modes[0])
         #: Set by :func:`capture_forward` once the inputs are known.
         self.ownership: Ownership
         self.guard = WorkerGuard(self.owns)
@@ -502,26 +501,26 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     # -- modules ---------------------------------------------------------------------------
 
-    def _module(self, module: nn.Module) -> int:
-        index = self.module_index.get(id(module))
-        if index is None:
-            index = self.module_index[id(module)] = len(self.raw.modules)
-            self.keep_alive.append(module)
-            if isinstance(module, _ScriptModule):
-                self.scripts.add(index)
-            address = self.addresses.get(id(module))
-            if address is None:
-                address = self.addresses[id(module)] = f"<{type(module).__name__}#{index}>"
-            prefix = "" if address == "self" else address + "."
-            parent = None if address == "self" else address.rpartition(".")[0] or "self"
-            params, children, buffers = module._parameters, module._modules, module._buffers
-            self.raw.modules.append(RawModule(
-                address, type(module).__name__,
-                _names(prefix, params) if params else (),
-                parent if not address.startswith("<") else None,
-                _names(prefix, children) if children else (),
-                _names(prefix, buffers) if buffers else (),
-            ))
+    def _module(self, module: nn.Module, address: Optional[str] = None) -> int:
+        """Add ``module`` to ``raw.modules`` at its ``address`` in the model, or as
+        ``<Type#index>`` for a module that is not the model's (met when called); its index."""
+        modules = self.raw.modules
+        index = self.module_index[id(module)] = len(modules)
+        self.keep_alive.append(module)
+        if isinstance(module, _ScriptModule):
+            self.scripts.add(index)
+        if address is None:
+            address = f"<{type(module).__name__}#{index}>"
+            prefix, parent = address + ".", None
+        elif address == "self":
+            prefix, parent = "", None
+        else:
+            prefix, parent = address + ".", address.rpartition(".")[0] or "self"
+        params, children, buffers = module._parameters, module._modules, module._buffers
+        modules.append(RawModule(
+            address, type(module).__name__, _names(prefix, params) if params else (), parent,
+            _names(prefix, children) if children else (), _names(prefix, buffers) if buffers else (),
+        ))
         return index
 
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
@@ -817,7 +816,6 @@ def capture_forward(
     """
     capture = Capture(model, save, containers, gradients)
     capture.ownership = Ownership(capture.model, record_inputs(capture, args, kwargs))
-    capture.raw.state = GlobalState.now()
     claim, install = capture.plan()
     try:
         claim()
@@ -834,7 +832,8 @@ def capture_forward(
     if capture.guard.refusal is not None:
         raise capture.guard.refusal
     record_output(capture, output, keep_values=capture.keep_all)
-    capture.raw.state = dataclasses.replace(capture.raw.state, modes=capture.modes.modes)
+    state = capture.raw.state
+    capture.raw.state = GlobalState(state.rng, state.cuda_rng, capture.modes.modes)
     capture.raw.buffer_values = capture.buffers.finish()
     now = walk(model)
     capture.ownership.settle(capture.raw, capture.keep_all, now, capture.settlement)
