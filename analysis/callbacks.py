@@ -22,7 +22,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from .passes import Count
-from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concrete, element_of, join, truth
+from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concrete, join, may_hold_tensor, truth
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter
@@ -75,7 +75,7 @@ def _unknown_items(run: Interpreter, source: Value, what: str) -> Iterator[Value
     saved = run.mult
     run.mult = saved * Count(0, None, "N", f"{what} runs over items whose number is not static")
     try:
-        yield element_of(source)
+        yield run.element(source)
     finally:
         run.mult = saved
 
@@ -83,10 +83,14 @@ def _unknown_items(run: Interpreter, source: Value, what: str) -> Iterator[Value
 def _sum(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
     if not args or isinstance(args[0], Known):
         return None
-    items = run.iterate(args[0])
-    if items is None:
-        return Opaque("sum of unknown items")
     total = args[1] if len(args) > 1 else kwargs.get("start", Known(0))
+    items = run.iterate(args[0])
+    if items is None:  # start + the first item (0..1 times: a reflected add after 0), then one add per item
+        with run.scaled(Count(0, 1, "", "sum runs over items whose number is not static")):
+            first = run.binop("add", total, run.element(args[0]), None, frozenset())
+        for item in _unknown_items(run, args[0], "sum"):
+            total = join([total, first, run.binop("add", first, item, None, frozenset())])
+        return total
     for item in items:  # C sum: each addition runs at the sum(...) call's place
         total = run.binop("add", total, item, None, frozenset())
     return total
@@ -151,7 +155,8 @@ def _starmap(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> O
 def _accumulate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
     if not args or len(args) > 2:
         return None
-    items = _items(run, args[0], "itertools.accumulate")
+    listed = run.iterate(args[0])
+    items = listed if listed is not None else _unknown_items(run, args[0], "itertools.accumulate")
     fn = args[1] if len(args) > 1 else kwargs.get("func", NONE)
     initial = kwargs.get("initial", NONE)
 
@@ -162,10 +167,12 @@ def _accumulate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -
         for item in items:
             if total is None:
                 total = item
-            elif fn is NONE:
-                total = run.binop("add", total, item, None, frozenset())
-            else:
-                total = run.call(fn, [total, item], {})
+                if listed is not None:
+                    yield total
+                    continue
+            # over unknown items, one stand-in: a step per item after the first, under 0..N
+            step = run.binop("add", total, item, None, frozenset()) if fn is NONE else run.call(fn, [total, item], {})
+            total = step if listed is not None else join([total, step])
             yield total
 
     return Lazy(start, "itertools.accumulate")
@@ -238,8 +245,10 @@ def _sorted(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Op
         return None
     items = run.unpack(args[0], None)
     if items is None:
-        for item in _items(run, args[0], "sorted"):
-            _keys(run, [item], kwargs)
+        for item in _unknown_items(run, args[0], "sorted"):
+            if any(may_hold_tensor(key) for key in _keys(run, [item], kwargs)):
+                run.gap(f"sorted compares tensors whose number is not static{run.where()}: how many "
+                        "comparisons (ops) run depends on their number and values")
         return Opaque("sorted of unknown items")
     keys = _keys(run, items, kwargs)
     reverse = kwargs.get("reverse", Known(False))
@@ -265,6 +274,13 @@ def _extreme(run: Interpreter, op: str, args: list[Value], kwargs: dict[str, Val
     if not args or _for_real(run, [*args, *kwargs.values()]) or not _calls_back(args, kwargs):
         return None
     candidates = args if len(args) > 1 else run.unpack(args[0], None)
+    if candidates is None:  # each item's key, and a comparison per item after the first: under 0..N
+        best: Value = Opaque(f"{'min' if op == 'lt' else 'max'} of unknown items")
+        for item in _unknown_items(run, args[0], "min" if op == "lt" else "max"):
+            key = _keys(run, [item], kwargs)[0]
+            run.binop(op, key, key, None, frozenset())
+            best = item
+        return best
     if not candidates:
         return Opaque(f"{'min' if op == 'lt' else 'max'} of unknown items")
     keys = _keys(run, candidates, kwargs)
@@ -286,10 +302,10 @@ def _reduce(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Op
         return None
     fn, source = args[0], args[1]
     items = run.iterate(source)
-    if items is None:
-        acc = args[2] if len(args) == 3 else element_of(source)
-        for item in _items(run, source, "functools.reduce"):
-            acc = run.call(fn, [acc, item], {})
+    if items is None:  # a call per item (after the first without an initial value), under 0..N
+        acc = args[2] if len(args) == 3 else run.element(source)
+        for item in _unknown_items(run, source, "functools.reduce"):
+            acc = join([acc, run.call(fn, [acc, item], {})])
         return acc
     rest = list(items)
     if len(args) == 3:

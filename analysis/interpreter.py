@@ -56,7 +56,7 @@ from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONTAINS_OPS, CONCRETE, FOR_ITER, GET_ITER,
                          LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
-                         UNPACK, WITH_ENTER,
+                         STAR_ITER, UNPACK, WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
@@ -263,6 +263,10 @@ _CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda obj: obj, ord("s"): 
 Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
 
 
+#: Stands for the items of a ``*`` argument the run cannot list (how many there are is unknown).
+UNLISTED = Opaque("*items the prediction cannot list")
+
+
 class Interpreter:
     """One abstract run (the visitor). Use :mod:`torchlens.analysis.predict`."""
 
@@ -309,6 +313,8 @@ class Interpreter:
         self.sources: dict[int, tuple[CodeType, str, SourceFile, ast.AST]] = {}
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
+        #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
+        self.union_items: dict[int, tuple[Union, Value]] = {}
         #: Builtins the run models itself, by the live builtin.
         self.handlers: dict[Any, Handler] = {
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
@@ -924,6 +930,9 @@ class Interpreter:
             return self.opaque_call(code, args, kwargs, f"{code.co_name}: bytecode and source do not align")
         if code.co_flags & (inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
             return self.opaque_call(code, args, kwargs, f"{code.co_name} is asynchronous: its ops are not followed")
+        if any(arg is UNLISTED for arg in args):
+            self.gap(f"{code.co_name} is given *items the prediction cannot list{self.where()}: which "
+                     "parameters they fill is not known")
         local = self.bind(src.parameters(node), defaults, kw_defaults, args, kwargs)
         frame = Frame(code, src, node, local, enclosing, globals_, closure_id, owner)
         if code.co_flags & inspect.CO_GENERATOR:  # its body runs as it is consumed
@@ -1088,20 +1097,34 @@ class Interpreter:
     # -- containers --------------------------------------------------------------------------
 
     def eval_Tuple(self, node: ast.Tuple) -> Value:
-        return Seq(self.elements(node.elts), tuple)
+        return self.display(node, tuple)
 
     def eval_List(self, node: ast.List) -> Value:
-        return Seq(self.elements(node.elts), list)
+        return self.display(node, list)
 
     def eval_Set(self, node: ast.Set) -> Value:
-        return Seq(self.elements(node.elts), list)
+        return self.display(node, list)
 
-    def elements(self, elts: list[ast.expr]) -> list[Value]:
+    def display(self, node: ast.Tuple | ast.List | ast.Set, kind: type) -> Seq:
+        items = self.elements(node.elts, node)
+        unlisted = any(item is UNLISTED for item in items)
+        return Seq(items, kind, f"built with *items it cannot list{self.where(node)}" if unlisted else "")
+
+    def elements(self, elts: list[ast.expr], owner: ast.expr) -> list[Value]:
+        """The items of a display or a call's positional arguments (``owner``: the display or
+        call, whose instructions iterate each ``*`` item)."""
         out: list[Value] = []
+        starred = 0
         for elt in elts:
             if isinstance(elt, ast.Starred):
-                items = self.unpack(self.eval(elt.value), None)
-                out.extend(items if items is not None else [Opaque("starred items")])
+                value = self.eval(elt.value)
+                if runs_on_iteration(value) and isinstance(owner, ast.Call):  # a tensor's __iter__ runs at
+                    self.at_nth(owner, STAR_ITER, starred)  # the k-th LIST_EXTEND (a lone one: the call)
+                elif runs_on_iteration(value):
+                    self.at_position(owner, STAR_ITER, starred)
+                starred += 1
+                items = self.unpack(value, None)
+                out.extend(items if items is not None else [UNLISTED])
             else:
                 out.append(self.eval(elt))
         return out
@@ -1125,7 +1148,7 @@ class Interpreter:
 
     def eval_Call(self, node: ast.Call) -> Value:
         fn = self.eval(node.func)
-        args = self.elements(node.args)
+        args = self.elements(node.args, node)
         kwargs: dict[str, Value] = {}
         for keyword in node.keywords:
             value = self.eval(keyword.value)
@@ -1317,6 +1340,9 @@ class Interpreter:
             if any(isinstance(v, Tensor) for v in (*lefts, *rights)):
                 left = next((v for v in lefts if isinstance(v, Tensor)), lefts[0])
                 right = next((v for v in rights if isinstance(v, Tensor)), rights[0])
+            else:  # an option the prediction lost track of may be a tensor: said below
+                left = next((v for v in lefts if isinstance(v, Opaque) and v.kind is Nature.ANY), left)
+                right = next((v for v in rights if isinstance(v, Opaque) and v.kind is Nature.ANY), right)
         tensor_left = isinstance(left, Tensor) or (isinstance(left, Opaque) and left.kind is Nature.ANY
                                                    and isinstance(right, Tensor))
         if tensor_left or isinstance(right, Tensor):
@@ -1514,6 +1540,8 @@ class Interpreter:
             return self.call(self.wrap(member), [value, index], {}) if kind is Member.METHOD else Tensor()
         if isinstance(value, Union):
             return join([self.subscript(v, index, node) for v in value.options])
+        if isinstance(index, Union):  # a key from an undecided branch: any of its options
+            return join([self.subscript(value, k, node) for k in index.options])
         value = self.viewed(value)
         key = index.obj if isinstance(index, Known) else None
         if isinstance(value, TensorTuple):
@@ -1647,7 +1675,7 @@ class Interpreter:
         count: Optional[Count] = None
         if items is None:
             count = Count(0, None, source_text(gen.iter), f"{source_text(gen.iter)} has no static length")
-            items = iter([element_of(source)])
+            items = iter([self.element(source)])
             self.unlisted += 1
         resume = self.comprehension_place(k, "FOR_ITER")
         while True:
@@ -1683,7 +1711,7 @@ class Interpreter:
         comprehension's own code: at its ``k``-th ``GET_ITER`` (the first ``for``'s runs in the
         enclosing code). Where the comprehension is inlined (3.12+) a tensor's is not placed."""
         frame = self.frame
-        if isinstance(value, Tensor) and frame is not None:
+        if runs_on_iteration(value) and frame is not None:
             frame.at = self.comprehension_place(k - 1, "GET_ITER")
         return self.iterate(value)
 
@@ -1700,7 +1728,7 @@ class Interpreter:
         """``iter(value)`` from the current frame: a tensor's ``__iter__`` runs at the
         ``GET_ITER`` of the first of ``nodes`` that has one."""
         frame = self.frame
-        if isinstance(value, Tensor) and frame is not None:
+        if runs_on_iteration(value) and frame is not None:
             frame.at = next(filter(None, (frame.source.place(n, GET_ITER) for n in nodes)), None)
         return self.iterate(value)
 
@@ -1894,7 +1922,7 @@ class Interpreter:
         if isinstance(target, ast.Name):
             self.bind_name(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, Tensor):
+            if runs_on_iteration(value):
                 self.at_unpack(target)
             self.assign_many(target.elts, value)
         elif isinstance(target, ast.Attribute):
@@ -1908,7 +1936,7 @@ class Interpreter:
         star = next((k for k, t in enumerate(targets) if isinstance(t, ast.Starred)), None)
         items = self.unpack(value, None if star is not None else len(targets))
         if items is None:
-            items = [element_of(value)] * len(targets)
+            items = [self.element(value)] * len(targets)
         if star is None:
             items = (items + [Opaque("missing item")] * len(targets))[: len(targets)]
             for target, item in zip(targets, items):
@@ -2009,7 +2037,7 @@ class Interpreter:
 
     def exec_For(self, node: ast.For) -> Optional[Signal]:
         source = self.eval(node.iter)
-        if isinstance(source, Tensor):
+        if runs_on_iteration(source):
             self.at_node(node, GET_ITER)  # the tensor's __iter__ runs at the loop's GET_ITER
         items = self.iterate(source)
         saved = self.mult
@@ -2019,7 +2047,7 @@ class Interpreter:
             count = Count(0, None, source_text(node.iter), f"{source_text(node.iter)} has no static length")
             start, entry = len(self.events), self.mark_entry(rebound_names(node.body))
             with self.scaled(count):
-                self.assign(node.target, element_of(source))
+                self.assign(node.target, self.element(source))
                 signal = self.exec_block(node.body)
             self.settle_entry(entry, start, carry=True)
             return signal if signal is not None and signal.kind in (Exit.RETURN, Exit.RAISE) else None
@@ -2235,21 +2263,28 @@ class Interpreter:
 
     def at_unpack(self, target: ast.expr) -> None:
         """Set the current place to the ``UNPACK_SEQUENCE`` that stores into ``target`` (where
-        a tensor's ``__iter__`` runs), found by the target's position in the live code."""
+        a tensor's ``__iter__`` runs)."""
+        self.at_position(target, UNPACK, 0)
+
+    def at_position(self, node: ast.expr, opnames: frozenset, k: int) -> None:
+        """Set the current place to the ``k``-th instruction among ``opnames`` that carries
+        ``node``'s position in the live code (3.10: its line); ``None`` when there is none."""
         frame = self.frame
         if frame is None:
             return
         frame.at = None
         lines = {offset: line for start, end, line in frame.code.co_lines() for offset in range(start, end, 2)}
         for ins in dis.get_instructions(frame.code):
-            if ins.opname not in UNPACK:
+            if ins.opname not in opnames:
                 continue
             where = getattr(ins, "positions", None)
             span = (where.lineno, where.end_lineno, where.col_offset, where.end_col_offset) if where else None
-            if span == (target.lineno, target.end_lineno, target.col_offset, target.end_col_offset) \
-                    or span is None and lines.get(ins.offset) == target.lineno:
-                frame.at = instruction_place(frame.code, ins.offset)
-                return
+            if span == (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset) \
+                    or span is None and lines.get(ins.offset) == node.lineno:
+                if k == 0:
+                    frame.at = instruction_place(frame.code, ins.offset)
+                    return
+                k -= 1
 
     def at_nth(self, node: ast.AST, opnames: frozenset, k: int) -> None:
         """Set the current place to the ``k``-th instruction of ``node`` among ``opnames``."""
@@ -2283,6 +2318,13 @@ class Interpreter:
             return iter(value.items(value.count))
         if isinstance(value, Tensor):
             return self.tensor_items(value)
+        if isinstance(value, Union):
+            self.iterate_options(value)
+            return None
+        if isinstance(value, Opaque) and value.kind is Nature.ANY:  # may be a tensor: its unbind unplaced
+            self.gap(f"iteration over a value the prediction lost track of ({value.why}){self.where()}: "
+                     "what iterating it runs is not predicted")
+            return None
         if isinstance(value, Known):
             obj = value.obj
             if isinstance(obj, (types.GeneratorType, Iterator)) and not isinstance(obj, range):
@@ -2294,6 +2336,26 @@ class Interpreter:
             except Exception:  # noqa: BLE001 - not sized or not iterable
                 return None
         return None
+
+    def iterate_options(self, value: Union) -> None:
+        """``iter()`` of a value from a branch the prediction could not decide: each option is
+        iterated under ``0..1`` (a tensor's ``__iter__`` runs its ops only if the branch that
+        made it ran); what stands for an item is kept for :meth:`element`."""
+        listed: list[Value] = []
+        unknown = False
+        with self.scaled(MAYBE):
+            for option in value.options:
+                items = self.iterate(option)
+                if items is None:
+                    unknown = True
+                else:
+                    listed.extend(items)
+        self.union_items[id(value)] = value, element_of(value) if unknown or not listed else join(listed)
+
+    def element(self, source: Value) -> Value:
+        """What stands for an item of ``source`` when its items cannot be listed."""
+        found = self.union_items.get(id(source))
+        return found[1] if found is not None and found[0] is source else element_of(source)
 
     def instance_items(self, value: Instance) -> Optional[Iterator[Value]]:
         """Items of an object the code built, through its class's Python ``__iter__``, or
@@ -2329,7 +2391,7 @@ class Interpreter:
             return None if value.count is None else value.items(value.count)
         items = self.iterate(value)
         if items is None:
-            return [element_of(value) for _ in range(count)] if count is not None else None
+            return [self.element(value) for _ in range(count)] if count is not None else None
         return list(items)
 
     # -- calls -------------------------------------------------------------------------------
@@ -2455,6 +2517,8 @@ class Interpreter:
                 return Known(len(args[0].described)) if args[0].described is not None else None
             except TypeError:  # a 0-d tensor: len raises
                 return None
+        if isinstance(args[0], (Union, Opaque)):
+            return None  # len() iterates nothing
         items = self.iterate(args[0])
         if items is not None:
             return Known(len(list(items)))
@@ -2816,3 +2880,11 @@ def rebound_names(body: list[ast.stmt]) -> list[str]:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             todo.extend(reversed(list(ast.iter_child_nodes(node))))
     return list(names)
+
+
+def runs_on_iteration(value: Value) -> bool:
+    """Whether ``iter(value)`` may run ops or say why it cannot be followed (a tensor's
+    ``__iter__``, or a value the prediction lost track of): the place must be the ``GET_ITER``."""
+    if isinstance(value, Union):
+        return any(runs_on_iteration(option) for option in value.options)
+    return isinstance(value, Tensor) or isinstance(value, Opaque) and value.kind is Nature.ANY

@@ -17,7 +17,7 @@ import types
 from typing import Any, Callable
 
 __all__ = ["BINOPS", "CONCRETE", "COMPARE", "MIRROR", "UNARY", "PLAIN", "BINARY", "SUBSCR_LOAD",
-           "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "WITH_ENTER", "MAX_UNROLL",
+           "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "STAR_ITER", "WITH_ENTER", "MAX_UNROLL",
            "NUMERIC", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr", "hashable", "keep"]
 
 BINOPS: dict[type, str] = {
@@ -55,6 +55,8 @@ UNARY_OPS = frozenset({"UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT"})
 FOR_ITER = frozenset({"FOR_ITER"})
 GET_ITER = frozenset({"GET_ITER"})
 UNPACK = frozenset({"UNPACK_SEQUENCE", "UNPACK_EX"})
+#: Where a ``*`` item of a display or call is iterated (each in order; a lone ``f(*x)``: the call).
+STAR_ITER = frozenset({"LIST_EXTEND", "SET_UPDATE", "CALL_FUNCTION_EX"})
 WITH_ENTER = frozenset({"BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH"})
 
 #: Concrete iterables longer than this are not unrolled (their loops get a count instead).

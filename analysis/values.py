@@ -358,6 +358,8 @@ def may_hold_tensor(value: Value) -> bool:
         return any(may_hold_tensor(v) for v in value.items)
     if isinstance(value, Dict):
         return any(may_hold_tensor(v) for v in value.items.values())
+    if isinstance(value, Union):
+        return any(may_hold_tensor(v) for v in value.options)
     return False
 
 

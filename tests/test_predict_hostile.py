@@ -45,6 +45,7 @@ REPORTED = {
     "SortedThree": f"sorted compares 3 tensors at {line_of(H.SortedThree, 'sorted(')} in SortedThree.forward: how "
                    "many comparisons (ops) run depends on their values",
 }
+REPORTED["StarUnknown"] = f"pair is given *items the prediction cannot list at {line_of(H.StarUnknown, 'self.pair(*xs)')}"
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
 
@@ -99,6 +100,25 @@ def test_operators_defined_in_python_run_their_ops():
     assert counts[:5] == [("sin", "1"), ("cos", "1"), ("add", "1"), ("add", "1"), ("exp", "1")], counts
     assert ("mul", "1") in counts[5:7] and ("lt", "1") in counts  # Doubled.__radd__ first; Boxed.__lt__
     assert counts[-2:] == [("eq", "1+0..1"), ("all", "1+0..1")]  # the second item only if the first differs
+
+
+@pytest.mark.parametrize("form", H.ITERATE_UNION_FORMS)
+@pytest.mark.parametrize("sign", [1, -1])
+def test_iterating_a_value_from_an_undecided_branch_runs_each_options_iteration(form: str, sign: int):
+    """``xs`` is a tensor or a list, as the data decides: iterating it runs the tensor's
+    ``unbind`` (0..1 times) and what follows once per item, on every path that iterates."""
+    model, x = H.IterateUnion(form), torch.randn(3, 4).abs() * sign
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_keys_of_a_dict_from_an_undecided_branch_read_it(sign: int):
+    model, x = H.KeysUnion(), torch.randn(3, 4).abs() * sign
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
 
 
 def test_while_true_with_a_data_dependent_break_predicts_n_passes():

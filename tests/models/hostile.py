@@ -668,6 +668,70 @@ class PlainChecks(nn.Module):
         return x
 
 
+class IterateUnion(nn.Module):
+    """Iterating a value from a branch the data decides: a tensor (iterating it runs ``unbind``)
+    or a list of tensors; every builtin that iterates, unpacking, ``*`` and a for loop."""
+
+    def __init__(self, form: str) -> None:
+        super().__init__()
+        self.form = form
+
+    def forward(self, x):
+        xs = x if x.sum() > 0 else [x, x]
+        form = self.form
+        if form == "for":
+            out = x
+            for _ in xs:
+                out = out + 1
+            return out
+        if form == "sum":
+            return sum(xs)
+        if form == "reduce":
+            return functools.reduce(lambda a, b: a * b, xs)
+        if form == "map":
+            return list(map(torch.tanh, xs))
+        if form == "list":
+            return torch.stack(list(xs))
+        if form == "star":
+            return torch.stack([*xs])
+        if form == "unpack":
+            first, *rest = xs
+            return first.neg()
+        if form == "zip":
+            return [a * k for a, k in zip(xs, range(4))], [k for k, _ in enumerate(xs)]
+        if form == "comprehension":
+            return [r.exp() for r in xs]
+        if form == "sorted":
+            return sorted(xs, key=lambda r: id(r)), min(xs, key=lambda r: r.sum())
+        if form == "accumulate":
+            return list(itertools.accumulate(xs)), list(itertools.chain(xs, [x]))
+        raise ValueError(form)
+
+
+#: The forms :class:`IterateUnion` takes.
+ITERATE_UNION_FORMS = ("for", "sum", "reduce", "map", "list", "star", "unpack", "zip", "comprehension", "sorted",
+                       "accumulate")
+
+
+class KeysUnion(nn.Module):
+    """A dict from a branch the data decides, iterated and read by the keys it gives."""
+
+    def forward(self, x):
+        d = {"a": x} if x.sum() > 0 else {"b": x.neg()}
+        return [d[k] * 2 for k in d]
+
+
+class StarUnknown(nn.Module):
+    """A function given ``*`` items whose number the data decides (it fills a default)."""
+
+    def pair(self, a, b=None):
+        return a.relu() if b is None else a + b
+
+    def forward(self, x):
+        xs = [x, x] if x.sum() > 0 else [x]
+        return self.pair(*xs)
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -675,7 +739,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
-             ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks]
+             ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
