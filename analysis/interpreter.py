@@ -237,6 +237,10 @@ class Resumable:
 
     def close(self) -> None:
         if self._thread is not None and not self._done:
+            if _cleans_up(self.frame.node):
+                code = self.frame.code
+                self.run.note(f"generator {code.co_name} ({_short(code.co_filename)}:{code.co_firstlineno}) is left "
+                              "at a yield and closed later: what its finally or __exit__ runs then is not predicted")
             self._closed = True
             self._to_body.release()
             self._thread.join()
@@ -250,6 +254,22 @@ class Resumable:
             self._error = error
         self._done = True
         self._to_consumer.release()
+
+
+def _cleans_up(node: ast.AST) -> bool:
+    """Whether a generator function yields inside a ``try`` with handlers or ``finally``, or a
+    ``with`` (closing it while suspended there runs code), outside nested functions."""
+    todo: list[tuple[ast.AST, bool]] = [(child, False) for child in ast.iter_child_nodes(node)]
+    while todo:
+        child, guarded = todo.pop()
+        if isinstance(child, (ast.Yield, ast.YieldFrom)) and guarded:
+            return True
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        guards = isinstance(child, (ast.With, ast.AsyncWith)) or isinstance(child, ast.Try) and bool(
+            child.finalbody or child.handlers)
+        todo.extend((grand, guarded or guards) for grand in ast.iter_child_nodes(child))
+    return False
 
 
 #: A name not bound before a branch.
@@ -1558,10 +1578,13 @@ class Interpreter:
             try:
                 return value.items[key]
             except IndexError:
+                self.raises("IndexError", node)
                 return Opaque("index out of range")
         if isinstance(value, Dict) and value.unsure:
             return Opaque(f"an item of a dict whose items are not known ({value.unsure})")
         if isinstance(value, Dict) and isinstance(index, Known):
+            if value.listable and hashable(key) and key not in value.items:
+                self.raises("KeyError", node)
             return value.items.get(key, Opaque(f"key {key!r} not set"))
         if isinstance(value, Instance) and value.items is not None and isinstance(index, Known):
             items = list(value.items.values())
@@ -1574,6 +1597,12 @@ class Interpreter:
             except Exception:  # noqa: BLE001
                 return Opaque(f"item {key!r} of {type(value.obj).__name__}")
         return Opaque("item of an unknown value", value.kind if isinstance(value, Opaque) else Nature.ANY)
+
+    def raises(self, error: str, node: Optional[ast.AST]) -> None:
+        """An expression that raises for certain: where the exception goes is not followed."""
+        text = source_text(node) if node is not None else "an item"
+        self.note(f"{text} raises {error}{self.where(node)}: where the exception goes (an except, a with "
+                  "that suppresses it) is not predicted")
 
     # -- comprehensions ----------------------------------------------------------------------
 

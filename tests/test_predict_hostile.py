@@ -45,6 +45,9 @@ REPORTED = {
     "SortedThree": f"sorted compares 3 tensors at {line_of(H.SortedThree, 'sorted(')} in SortedThree.forward: how "
                    "many comparisons (ops) run depends on their values",
 }
+REPORTED["SuppressedKeyError"] = f"{{'a': x}}['b'] raises KeyError at {line_of(H.SuppressedKeyError, '.cos()')}"
+REPORTED["GeneratorLeftInFinally"] = (f"generator rows ({line_of(H.GeneratorLeftInFinally, 'def rows')}) is left at a "
+                                      "yield and closed later: what its finally or __exit__ runs then is not predicted")
 REPORTED["StarUnknown"] = f"pair is given *items the prediction cannot list at {line_of(H.StarUnknown, 'self.pair(*xs)')}"
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"

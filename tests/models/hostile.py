@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -732,6 +733,31 @@ class StarUnknown(nn.Module):
         return self.pair(*xs)
 
 
+class SuppressedKeyError(nn.Module):
+    """A subscript that raises for certain, in a ``with`` that suppresses the exception."""
+
+    def forward(self, x):
+        with contextlib.suppress(KeyError):
+            x = x.sin()
+            x = {"a": x}["b"].cos()
+        return x.exp()
+
+
+class GeneratorLeftInFinally(nn.Module):
+    """A generator left at a yield inside ``try``/``finally``: its ``finally`` runs as it is closed."""
+
+    def rows(self, x):
+        try:
+            yield x.sin()
+            yield x.cos()
+        finally:
+            x.tan()
+
+    def forward(self, x):
+        for row in self.rows(x):
+            return row.exp()
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -739,7 +765,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              Checkpoint, SortedItems, CallOverrideParent, CustomFunction, WhileTrue, Lost, ModelOutputStyle,
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
-             ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown]
+             ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
+             SuppressedKeyError, GeneratorLeftInFinally]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
