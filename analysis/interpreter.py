@@ -1553,15 +1553,17 @@ class Interpreter:
     def eval_Subscript(self, node: ast.Subscript) -> Value:
         return self.subscript(self.eval(node.value), self.eval(node.slice), node)
 
-    def subscript(self, value: Value, index: Value, node: Optional[ast.AST]) -> Value:
+    def subscript(self, value: Value, index: Value, node: Optional[ast.AST], option: bool = False) -> Value:
+        """``value[index]`` (``option``: one combination of a value and key from undecided
+        branches, which may not be the one that runs: a missing key there is no raise)."""
         if isinstance(value, Tensor):
             kind, member = self.host.tensor_attribute("__getitem__")
             self.at_node(node, SUBSCR_LOAD)
             return self.call(self.wrap(member), [value, index], {}) if kind is Member.METHOD else Tensor()
         if isinstance(value, Union):
-            return join([self.subscript(v, index, node) for v in value.options])
+            return join([self.subscript(v, index, node, True) for v in value.options])
         if isinstance(index, Union):  # a key from an undecided branch: any of its options
-            return join([self.subscript(value, k, node) for k in index.options])
+            return join([self.subscript(value, k, node, True) for k in index.options])
         value = self.viewed(value)
         key = index.obj if isinstance(index, Known) else None
         if isinstance(value, TensorTuple):
@@ -1578,12 +1580,13 @@ class Interpreter:
             try:
                 return value.items[key]
             except IndexError:
-                self.raises("IndexError", node)
+                if not option:
+                    self.raises("IndexError", node)
                 return Opaque("index out of range")
         if isinstance(value, Dict) and value.unsure:
             return Opaque(f"an item of a dict whose items are not known ({value.unsure})")
         if isinstance(value, Dict) and isinstance(index, Known):
-            if value.listable and hashable(key) and key not in value.items:
+            if value.listable and not option and hashable(key) and key not in value.items:
                 self.raises("KeyError", node)
             return value.items.get(key, Opaque(f"key {key!r} not set"))
         if isinstance(value, Instance) and value.items is not None and isinstance(index, Known):
