@@ -28,17 +28,22 @@ def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]
     """Add an input op per new tensor leaf of the arguments; record their structure if asked.
 
     Returns the tensor leaves (the caller's tensors)."""
-    flat = flatten_call(args, kwargs)
+    # Without containers only the leaves are needed: read straight from plain arguments.
+    flat = None
+    leaves = plain_leaves(args) if not kwargs and not capture.containers else None
+    if leaves is None:
+        flat = flatten_call(args, kwargs)
+        leaves = flat.leaves
     ops = []
-    for tensor in flat.leaves:
+    for tensor in leaves:
         index = capture.producer_of(tensor)
         if index is None:
             capture.add_boundary(INPUT, tensor)
             index = len(capture.raw.ops) - 1
         ops.append(index)
-    if capture.containers:
+    if flat is not None and capture.containers:
         capture.raw.containers.append(RawContainer(Role.MODEL_INPUT, "input", flat.spec, ops))
-    return flat.leaves
+    return leaves
 
 
 def record_output(capture: Any, output: Any, keep_values: bool = True) -> None:
