@@ -26,30 +26,11 @@ from .buffers import storage_keys
 _BOOKKEEPING = frozenset(vars(nn.Module()))
 
 
-def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """``model.named_modules()``: the model first (address ``""``), then its children, depth first."""
-    seen: set[int] = set()
-    found: list[tuple[str, nn.Module]] = []
-    todo = [("", model)]  # the modules still to visit, the next one last
-    while todo:
-        name, module = todo.pop()
-        if id(module) in seen:  # met earlier in the walk: it keeps its first address
-            continue
-        seen.add(id(module))
-        found.append((name, module))
-        children = module._modules
-        if children:
-            prefix = name + "." if name else ""
-            todo.extend(reversed([(prefix + child_name, child) for child_name, child in children.items()
-                                  if child is not None]))
-    return found
-
-
 @dataclass(slots=True)
 class Walk:
     """A model's modules, parameters, buffers and tensor attributes, read in one walk."""
 
-    #: :func:`named_modules` of the model.
+    #: ``named_modules()``: the model first (address ``""``), then its children, depth first.
     modules: list[tuple[str, nn.Module]]
     #: ``named_parameters()``: each parameter once, at its first address.
     params: list[tuple[str, torch.Tensor]] = field(default_factory=list)
@@ -64,13 +45,20 @@ class Walk:
 
 def walk(model: nn.Module) -> Walk:
     """Read ``model``'s modules, parameters, buffers and tensor attributes as they are now."""
-    found = Walk(named_modules(model))
-    params, buffers = found.params, found.buffers
+    found = Walk([])
+    modules, params, buffers = found.modules, found.params, found.buffers
+    seen_modules: set[int] = set()
     seen_params: set[int] = set()
     seen_buffers: set[int] = set()
     readable: list[torch.Tensor] = []
     buffer_tensors: list[torch.Tensor] = []
-    for name, module in found.modules:
+    todo = [("", model)]  # the modules still to visit, the next one last
+    while todo:
+        name, module = todo.pop()
+        if id(module) in seen_modules:  # met earlier in the walk: it keeps its first address
+            continue
+        seen_modules.add(id(module))
+        modules.append((name, module))
         prefix = name + "." if name else ""
         for param_name, tensor in module._parameters.items():
             if tensor is not None:
@@ -89,6 +77,10 @@ def walk(model: nn.Module) -> Walk:
             value = attributes[attribute]
             if type(value) not in _PLAIN_VALUES:
                 readable.extend(_tensors_in(value))
+        children = module._modules
+        if children:
+            todo.extend(reversed([(prefix + child_name, child) for child_name, child in children.items()
+                                  if child is not None]))
     found.readable = set(storage_keys(readable))
     found.buffer_storages = set(storage_keys(buffer_tensors))
     return found
