@@ -91,7 +91,12 @@ def _op_key(fn: Any) -> Any:
         return None if isinstance(getattr(fn, "__self__", None), torch.Tensor) else fn
     if type(fn) is types.FunctionType and fn.__closure__ is None and (fn.__module__ or "").startswith("torch."):
         kwdefaults = fn.__kwdefaults__
-        return fn, fn.__code__, fn.__defaults__, None if kwdefaults is None else tuple(kwdefaults.items())
+        key = fn, fn.__code__, fn.__defaults__, None if kwdefaults is None else tuple(kwdefaults.items())
+        try:
+            hash(key)
+        except TypeError:  # a default the key cannot hold
+            return None
+        return key
     return None
 
 
@@ -182,7 +187,11 @@ class OpMemo:
 
     def key(self, fn: Any, args: list, kwargs: dict, known: dict) -> tuple[Optional[tuple], list]:
         """The call's key (``None``: not keyable, or torch's state forbids) and its tensor
-        arguments; ``known``: ``id(fake)`` -> (it, its :func:`tensor_key`) read at this epoch."""
+        arguments; ``known``: ``id(fake)`` -> (it, its :func:`tensor_key`) read at this epoch.
+
+        The key is flat: the op, torch's state, then each argument (keywords after their
+        name) as its type followed by what that type holds (a sequence: its length, then its
+        items), so that no two calls that could differ share a key."""
         inputs: list = []
         op = _op_key(fn)
         if op is None:
@@ -190,16 +199,19 @@ class OpMemo:
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack() \
                 or torch._C._is_any_autocast_enabled():
             return None, inputs
+        parts = [op, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
+                 len(args)]
         try:
-            key = (op, tuple(self._arg(a, inputs, known) for a in args),
-                   tuple((name, self._arg(v, inputs, known)) for name, v in kwargs.items()),
-                   torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype())
-            hash(key)
-        except (_Unkeyable, TypeError):
+            for arg in args:
+                self._arg(arg, parts, inputs, known)
+            for name, value in kwargs.items():
+                parts.append(name)
+                self._arg(value, parts, inputs, known)
+        except _Unkeyable:
             return None, inputs
-        return key, inputs
+        return tuple(parts), inputs
 
-    def _arg(self, obj: Any, inputs: list, known: dict) -> Any:
+    def _arg(self, obj: Any, parts: list, inputs: list, known: dict) -> None:
         kind = type(obj)
         if kind is FakeTensor:
             if obj.fake_mode is not self.mode:
@@ -209,21 +221,27 @@ class OpMemo:
             if constant is not None:  # (an inference tensor's writes leave no version to check)
                 if obj.is_inference():
                     raise _Unkeyable
-                return kind, tensor_key(obj), _constant_key(constant)
+                parts += (kind, tensor_key(obj), _constant_key(constant))
+                return
             entry = known.get(id(obj))
             if entry is None or entry[0] is not obj:
                 entry = known[id(obj)] = (obj, tensor_key(obj))
-            return kind, entry[1], None
-        if kind in _PLAIN:
-            return kind, obj
-        if kind is float:  # by its bits: -0.0 and 0.0 differ (a constant's value would)
-            return kind, obj.hex()
-        if kind is tuple or kind is list or kind is torch.Size:
-            return kind, tuple(self._arg(o, inputs, known) for o in obj)
-        if kind is slice:
-            return kind, self._arg(obj.start, inputs, known), self._arg(obj.stop, inputs, known), \
-                self._arg(obj.step, inputs, known)
-        raise _Unkeyable
+            parts += (kind, entry[1], None)
+        elif kind in _PLAIN:
+            parts += (kind, obj)
+        elif kind is float:  # by its bits: -0.0 and 0.0 differ (a constant's value would)
+            parts += (kind, obj.hex())
+        elif kind is tuple or kind is list or kind is torch.Size:
+            parts += (kind, len(obj))
+            for item in obj:
+                self._arg(item, parts, inputs, known)
+        elif kind is slice:
+            parts.append(kind)
+            self._arg(obj.start, parts, inputs, known)
+            self._arg(obj.stop, parts, inputs, known)
+            self._arg(obj.step, parts, inputs, known)
+        else:
+            raise _Unkeyable
 
     def calls(self, key: tuple) -> list[Optional[_Outcome]]:
         """What the calls with ``key`` gave, by their order in a prediction (made empty if
