@@ -120,7 +120,9 @@ class TorchHost(Host):
     tensor_type = torch.Tensor
 
     def __init__(self, model: Optional[nn.Module]) -> None:
-        self.addresses = {id(m): name or "self" for name, m in model.named_modules()} if model is not None else {}
+        #: The model's modules by address, as its forward starts (one walk for addresses and types).
+        self._named = [(name or "self", m) for name, m in model.named_modules()] if model is not None else []
+        self.addresses = {id(m): name for name, m in self._named}
         self._keep = model
         self._checks = {getattr(torch._C, n) for n in ("_has_torch_function", "_has_torch_function_unary",
                                                        "_has_torch_function_variadic")}
@@ -285,8 +287,7 @@ class TorchHost(Host):
         return self.addresses.get(id(obj))
 
     def module_types(self) -> dict[str, str]:
-        model = self._keep
-        return {} if model is None else {name or "self": type(m).__name__ for name, m in model.named_modules()}
+        return {name: type(m).__name__ for name, m in self._named}
 
     def named_count(self) -> Optional[int]:
         return len(self.addresses) if self._keep is not None else None
