@@ -53,7 +53,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 __all__ = ["OpMemo", "RAISED", "MISS", "KEYS", "PER_KEY", "tensor_key"]
 
 #: Keys kept at most, and calls kept per key.
-KEYS, PER_KEY = 8192, 512
+KEYS, PER_KEY = 4096, 256
 #: The op raised on fakes (data-dependent, unsupported, or wrong arguments).
 RAISED = object()
 #: Nothing kept for this call: run the op.
