@@ -83,7 +83,7 @@ class Settlement:
     ``Ownership.settle``), so building a call later gives what settling it then would have.
     """
 
-    __slots__ = ("foreign", "owned", "shared")
+    __slots__ = ("foreign", "owned", "shared", "early")
 
     def __init__(self) -> None:
         #: ``id(tensor)`` -> tensor, for each tensor argument no op produced (held, so no id is reused).
@@ -93,6 +93,8 @@ class Settlement:
         #: Settled positional arguments by the ids of the recorded ones, with those (held, so
         #: no id is reused while a later call is built): calls reading the same objects share them.
         self.shared: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
+        #: Whether a call was built before the capture settled (which settles those one by one).
+        self.early = False
 
 
 def pending_call(func: Callable, args: tuple, kwargs: dict, sources: list[Source], modes: int,
@@ -106,7 +108,9 @@ def make_call(pending: tuple) -> RecordedCall:
     """The :class:`RecordedCall` of a :func:`pending_call`, settled if its capture has settled."""
     _, func, args, kwargs, sources, modes, settlement = pending
     owned = settlement.owned
-    if owned is not None and -1 in sources:
+    if owned is None:
+        settlement.early = True
+    elif -1 in sources:
         args, kwargs = _settled_args(args, kwargs, lambda tensor: owned.get(id(tensor), tensor), settlement.shared)
     return new_call(func, args, kwargs if kwargs else {}, sources, {}, modes)
 

@@ -279,6 +279,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             snapshots = self._alias_snapshots(args, kwargs, sources) if self.storage_writer else None
             if snapshots or len(leaves) > 1:  # built now: the slots share it, a snapshot was taken
                 replay = new_call(func, call_args, call_kwargs, sources, snapshots or {}, self.modes.index)
+                self.settlement.early = True
             else:
                 replay = pending_call(func, call_args, call_kwargs, sources, self.modes.index, self.settlement)
         for slot, tensor in leaves:

@@ -166,7 +166,7 @@ class Ownership:
         # frozen by a write) is settled now; one that reads no tensor but the ops' outputs is
         # kept as it is (``settle_call``).
         settled: dict[int, Any] = {}
-        for op in raw.ops:
+        for op in raw.ops if settlement.early else ():
             call = op._replay
             if type(call) is RecordedCall and -1 in call.sources:
                 if id(call) not in settled:

@@ -15,6 +15,7 @@ from torch import nn
 
 import torchlens as tl
 from torchlens.api import trace as unread_trace
+from torchlens.capture.replay import tensor_args
 
 
 class Stateful(nn.Module):
@@ -369,3 +370,17 @@ def test_an_output_reshaped_in_place_later_keeps_its_shape():
     assert [(op.func_name, op.shape) for op in trace.ops if op.func_name != "input"] == [
         ("tanh", (3,)), ("unsqueeze_", (1, 3)), ("mul", (1, 3)), ("output", (1, 3))]
     assert trace["tanh_1:1"].out.shape == (3,)
+
+
+def test_a_call_with_several_outputs_replays_from_the_weights_it_read():
+    """An LSTM's call has several outputs (built as it is recorded, settled at the end)."""
+    model = nn.LSTM(3, 4, batch_first=True)
+    weights = [p.detach().clone() for p in model.parameters()]
+    trace = unread_trace(model, torch.randn(2, 5, 3))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(2.0)
+    (call,) = {id(op._replay): op._replay for op in trace.ops if op.func_name == "lstm"}.values()
+    read = [t for t in tensor_args(call.args, call.kwargs) if isinstance(t, torch.Tensor)]  # no op made them
+    assert len(read) == len(weights) and all(torch.equal(a, b) for a, b in zip(read, weights))
+    assert trace.validate_forward_pass(strict=True).ok
