@@ -5,7 +5,9 @@ recorded (a list the model appends to later is not the list the call saw), tenso
 that an op produced are dropped then too (replay reads them from that op's saved output), and
 every other tensor argument (a parameter, a module attribute, a constant) is replaced by a
 snapshot at the end of the capture, so nothing the model or the caller does afterwards
-reaches it.
+reaches it. During the forward pass most calls are kept as a plain tuple instead
+(:func:`pending_call`), cheaper to make; the record is built from it, with those snapshots,
+when it is first read (:class:`Settlement`).
 :class:`GlobalState` is the global torch state the capture ran under, restored for a replay.
 """
 

@@ -11,7 +11,10 @@ exception propagates as itself with a note saying where it happened.
 
 Per op, the hot path is: one cached classification of the callable, the call itself, a
 walk of the Python stack up to the innermost module boundary (``Module._call_impl``) that
-builds a raw tuple of ints, and one dict lookup to turn it into a chain id.
+builds a raw tuple of ints, and one dict lookup to turn it into a chain id; then the op's
+arguments are read by id and it is appended with its replay call as a plain tuple. What a
+trace shows but the forward pass does not need (the replay record, the output's shape and
+dtype) is built when first read (``RawOp.replay``, ``RawOp.shape``).
 """
 
 from __future__ import annotations
