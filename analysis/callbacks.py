@@ -81,8 +81,16 @@ def _unknown_items(run: Interpreter, source: Value, what: str) -> Iterator[Value
 
 
 def _sum(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-    if not args or isinstance(args[0], Known):
+    if not args:
         return None
+    args = [run.viewed(args[0]), *args[1:]]  # a live list the code wrote into: the run's copy
+    if isinstance(args[0], Known):  # plain numbers: their sum (other objects: called for real or not at all)
+        if not (_for_real(run, [*args, *kwargs.values()]) and _summable(args[0].obj)):
+            return None
+        try:
+            return Known(builtins.sum(*[concrete(a)[1] for a in args], **{k: concrete(v)[1] for k, v in kwargs.items()}))
+        except TypeError:  # the program would raise here
+            return Opaque("sum of items that do not add", Nature.NUMBER)
     total = args[1] if len(args) > 1 else kwargs.get("start", Known(0))
     items = run.iterate(args[0])
     if items is None:  # start + the first item (0..1 times: a reflected add after 0), then one add per item
@@ -94,6 +102,11 @@ def _sum(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optio
     for item in items:  # C sum: each addition runs at the sum(...) call's place
         total = run.binop("add", total, item, None, frozenset())
     return total
+
+
+def _summable(obj: Any) -> bool:
+    """Whether ``sum`` of ``obj`` runs no code of the program: a list or tuple of plain numbers."""
+    return isinstance(obj, (list, tuple)) and all(type(item) in (int, float, bool, complex) for item in obj)
 
 
 def _map(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:

@@ -758,6 +758,22 @@ class GeneratorLeftInFinally(nn.Module):
             return row.exp()
 
 
+class ShiftedWindows(nn.Module):
+    """torchvision's Swin: a copy of a live list of sizes, written where the shapes say, summed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shift, self.window = [2, 2], [7, 7]
+
+    def forward(self, x):
+        shift = self.shift.copy()
+        if self.window[0] < x.shape[0]:  # not for these inputs: the copy is summed as it is
+            shift[0] = 0
+        if sum(shift) > 0 and sum(shift, 1) > 1:
+            x = torch.roll(x, shifts=(-shift[0], -shift[1]), dims=(0, 1))
+        return x.sin()
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -766,7 +782,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
-             SuppressedKeyError, GeneratorLeftInFinally]
+             SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
