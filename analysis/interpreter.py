@@ -340,7 +340,7 @@ class Interpreter:
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
             builtins.getattr: self.b_getattr, builtins.hasattr: self.b_hasattr, builtins.setattr: self.b_setattr,
             builtins.super: self.b_super, builtins.tuple: self.b_sequence(tuple), builtins.list: self.b_sequence(list),
-            builtins.set: self.b_sequence(list), builtins.dict: self.b_mapping(dict),
+            builtins.set: self.b_set, builtins.dict: self.b_mapping(dict),
             collections.OrderedDict: self.b_mapping(collections.OrderedDict),
             builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
             builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.any: self.b_all_any(True),
@@ -573,7 +573,8 @@ class Interpreter:
                 self.unpack(arg, None)
         if getattr(obj, "__module__", None) == "builtins" or getattr(obj, "__self__", None) is not None \
                 and isinstance(obj, types.BuiltinMethodType) and not may_hold_tensor(Known(obj.__self__)):
-            return Opaque(f"{_name(obj)} of unknown values")  # a builtin runs no op
+            return Opaque(f"{_name(obj)} of unknown values",  # a builtin runs no op: of numbers, a number
+                          Nature.NUMBER if all(_numbers(a) for a in (*args, *kwargs.values())) else Nature.ANY)
         return self.opaque_call(obj, args, kwargs, f"{_name(obj)} cannot be read (no Python source)")
 
     def cached_call(self, wrapper: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -1127,8 +1128,21 @@ class Interpreter:
 
     def display(self, node: ast.Tuple | ast.List | ast.Set, kind: type) -> Seq:
         items = self.elements(node.elts, node)
+        if isinstance(node, ast.Set):
+            return self.as_set(items, node)
         unlisted = any(item is UNLISTED for item in items)
         return Seq(items, kind, f"built with *items it cannot list{self.where(node)}" if unlisted else "")
+
+    def as_set(self, items: list[Value], node: Optional[ast.AST]) -> Seq:
+        """A set of ``items`` (a list the code's set methods change): when they are all known,
+        without duplicates in Python's order; else one whose order and duplicates are not
+        known (tensors hash by identity)."""
+        plain = concrete_args(items, {})
+        if plain is not None and all(hashable(obj) for obj in plain[0]):
+            return Seq([Known(obj) for obj in set(plain[0])], list)
+        if len(items) <= 1 and not any(item is UNLISTED for item in items):
+            return Seq(items, list)
+        return Seq(items, list, f"a set: its order and duplicates are not known{self.where(node)}")
 
     def elements(self, elts: list[ast.expr], owner: ast.expr) -> list[Value]:
         """The items of a display or a call's positional arguments (``owner``: the display or
@@ -2635,6 +2649,12 @@ class Interpreter:
             return Seq(items, kind) if items is not None else Opaque(f"{kind.__name__} of unknown items")
         return build
 
+    def b_set(self, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+        if args and isinstance(args[0], Known):
+            return None  # concrete: called for real
+        items = self.unpack(args[0], None) if args else []
+        return self.as_set(items, None) if items is not None else Opaque("set of unknown items")
+
     def b_mapping(self, kind: type) -> Handler:
         """``dict(...)`` or ``OrderedDict(...)`` of a dict built by the code, or of keywords."""
         def build(args: list[Value], kwargs: dict) -> Optional[Value]:
@@ -2791,6 +2811,16 @@ def _delegation_place(code: CodeType, node: ast.YieldFrom) -> Optional[Place]:
         elif line == node.lineno:
             return instruction_place(code, instr.offset)
     return None
+
+
+def _numbers(value: Value) -> bool:
+    """Whether ``value`` is a number, or a list or tuple of numbers (a builtin of them gives no tensor)."""
+    if isinstance(value, Seq):
+        return not value.unsure and all(_numbers(v) for v in value.items)
+    if isinstance(value, Known):
+        return type(value.obj) in (int, float, bool, complex) or isinstance(value.obj, (list, tuple)) and all(
+            type(v) in (int, float, bool, complex) for v in value.obj)
+    return isinstance(value, Opaque) and value.kind is Nature.NUMBER
 
 
 def _numberish(value: Value) -> bool:

@@ -75,11 +75,12 @@ def test_exact_where_it_says_nothing():
     by comprehensions, records whose constructors Python generates (dataclasses, named tuples),
     RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors,
     next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
-    version checks with ``packaging``, sums of sizes (a live list copied and written)."""
+    version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
+    unknown numbers."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
-             "ShiftedWindows"]
+             "ShiftedWindows", "SetsAndNumbers"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

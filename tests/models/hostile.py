@@ -774,6 +774,15 @@ class ShiftedWindows(nn.Module):
         return x.sin()
 
 
+class SetsAndNumbers(nn.Module):
+    """A set display and ``set()`` of known items (duplicates dropped, Python's order), and a
+    builtin of numbers the prediction cannot know (a number: ``float * tensor`` is ``rmul``)."""
+
+    def forward(self, x):
+        scaled = [x * k for k in {1, 2, 2, 3}] + [x * k for k in set((4, 4))]
+        return scaled, max(x.sum(1).tolist()) * x
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -782,7 +791,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SequenceInstance, ListUnderBranch, Cond, Callbacks, Comprehensions, Records, MoreCallbacks, Cached, Nexts,
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
-             SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows]
+             SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
+             SetsAndNumbers]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
