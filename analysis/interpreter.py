@@ -54,9 +54,9 @@ from . import lru
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
 from .host import Host, Intrinsic, Member
 from .passes import MAYBE, ONE, Count
-from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, COMPARE, COMPARE_OPS, CONTAINS_OPS, CONCRETE, FOR_ITER, GET_ITER,
-                         LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN, PURE_MODULES, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS,
-                         STAR_ITER, UNPACK, WITH_ENTER,
+from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_OPS, CONCRETE, CONTAINS_OPS, CONVERT_OPS,
+                         FOR_ITER, FORMAT_OPS, GET_ITER, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN,
+                         PURE_MODULES, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS, UNPACK, WITH_ENTER,
                          class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
@@ -278,6 +278,16 @@ _UNSET = object()
 _FORMATTED = frozenset({str, int, float, bool, complex, type(None)})
 _CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda obj: obj, ord("s"): str, ord("r"): repr, ord("a"): ascii}
 
+#: Builtins that call a special method of their argument: the names they try, in order.
+_BUILTIN_SPECIALS: dict[Any, tuple[str, ...]] = {
+    builtins.abs: ("__abs__",), builtins.float: ("__float__", "__index__"), builtins.int: ("__int__", "__index__"),
+    builtins.complex: ("__complex__", "__float__", "__index__"), builtins.round: ("__round__",),
+    builtins.str: ("__str__", "__repr__"), builtins.repr: ("__repr__",), builtins.bool: ("__bool__", "__len__"),
+    builtins.len: ("__len__",), builtins.hash: ("__hash__",), builtins.format: ("__format__", "__str__", "__repr__"),
+    builtins.iter: ("__iter__",), builtins.next: ("__next__",), builtins.reversed: ("__reversed__",),
+    builtins.print: ("__str__", "__repr__"),
+}
+
 #: Handler of a modelled builtin: ``None`` when it does not apply (then the builtin is called
 #: for real on concrete arguments, or the call is opaque).
 Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
@@ -481,6 +491,27 @@ class Interpreter:
         if self.recording:
             scope, chain, _ = self.scope_and_chain()
             self.gaps.append(Gap(scope, chain, why))
+
+    def builtin_special(self, fn: Any, names: tuple[str, ...], args: list[Value]) -> Optional[Value]:
+        """A builtin that calls a special method of its argument (``abs``, ``float``, ``str``,
+        ``len``, ``print`` of each argument...) where the argument's class defines it in Python:
+        that method runs from the builtin's call; ``None`` when no argument's class does."""
+        subjects = args if fn is builtins.print else args[:1]
+        ran = False
+        result: Value = NONE
+        for subject in subjects:
+            name = next((n for n in names if _python_method(subject, n) is not None), None)
+            if name is None:
+                continue
+            ran = True
+            result = cast(Value, self.dunder(subject, name, args[1:2] if name in ("__format__", "__round__") else [],
+                                             None, CALL_OPS))
+        if not ran or fn is builtins.print:
+            return NONE if ran else None
+        if fn is builtins.bool:
+            known = truth(result)
+            return Opaque("bool of an unknown value", Nature.NUMBER) if known is None else Known(known)
+        return result
 
     def consumed(self, iterator: Lazy) -> Value:
         """An iterator that C code consumes: its items, run here (the iterator when unknown)."""
@@ -1057,6 +1088,9 @@ class Interpreter:
             assert isinstance(part, ast.FormattedValue)
             value = self.eval(part.value)
             spec = self.eval(part.format_spec) if part.format_spec is not None else Known("")
+            if self.formatted(part, value, spec):  # its class's Python __format__, __str__ or __repr__ ran
+                parts.append(None)
+                continue
             text = None
             if isinstance(value, Known) and type(value.obj) in _FORMATTED and isinstance(spec, Known) \
                     and part.conversion in _CONVERSIONS:
@@ -1261,6 +1295,11 @@ class Interpreter:
             if getter is not None:  # a model's own descriptor (torch's own are read for real)
                 self.at_node(node, ATTR_LOAD)
                 return self.call(self.wrap(getter), [Known(static), Known(obj), Known(type(obj))], {})
+        if _python_method(Known(obj), "__getattr__") is not None:
+            try:
+                inspect.getattr_static(obj, name)
+            except AttributeError:  # found by the class's Python __getattr__: run it
+                return cast(Value, self.dunder(Known(obj), "__getattr__", [Known(name)], node, ATTR_LOAD))
         try:
             return self.wrap(getattr(obj, name))
         except Exception:  # noqa: BLE001 - any failing getattr is "no such attribute" here
@@ -1314,6 +1353,9 @@ class Interpreter:
         if static is None:
             if name == "training":
                 return TRUE
+            dynamic = self.dunder(inst, "__getattr__", [Known(name)], node, ATTR_LOAD)
+            if dynamic is not None:
+                return dynamic
             return Opaque(f"{inst.cls.__name__}.{name} is not set by __init__")
         if isinstance(static, property) and inspect.isfunction(static.fget):
             self.at_node(node, ATTR_LOAD)
@@ -1402,7 +1444,7 @@ class Interpreter:
         if isinstance(left, Known) and isinstance(right, Known) and op in ("eq", "ne") \
                 and _by_identity(left.obj) and _by_identity(right.obj):
             return Known((left.obj is right.obj) == (op == "eq"))
-        defined = self.python_operator(op, left, right, node, opnames)
+        defined = self.python_operator(op, left, right, node, opnames, inplace)
         if defined is not None:
             return defined
         if op in COMPARED and (isinstance(left, (Seq, Dict)) or isinstance(right, (Seq, Dict))):
@@ -1425,12 +1467,67 @@ class Interpreter:
         numberish = _numberish(left) and _numberish(right)
         return Opaque(f"{op} of unknown values{where}", Nature.NUMBER if numberish else Nature.ANY)
 
+    def formatted(self, part: ast.FormattedValue, value: Value, spec: Value) -> bool:
+        """Format an object whose class defines its formatting in Python, as the f-string's
+        instruction does (``!s``/``!r`` convert first, 3.13 in an instruction of its own);
+        whether it does."""
+        names: tuple[str, ...]
+        if part.conversion in (ord("r"), ord("a")):
+            names, opnames = ("__repr__",), CONVERT_OPS
+        elif part.conversion == ord("s"):
+            names, opnames = ("__str__", "__repr__"), CONVERT_OPS
+        else:
+            names, opnames = ("__format__", "__str__", "__repr__"), FORMAT_OPS
+        name = next((n for n in names if _python_method(value, n) is not None), None)
+        if name is None:
+            return False
+        self.at_enclosing(part.value, opnames)
+        self.dunder(value, name, [spec] if name == "__format__" else [], None, opnames)
+        return True
+
+    def dunder(self, value: Value, name: str, args: list[Value], node: Optional[ast.AST],
+               opnames: frozenset) -> Optional[Value]:
+        """``type(value).name(value, *args)`` where that class defines it in Python (see
+        :func:`_python_class`), run as CPython runs it from ``node``'s instruction among
+        ``opnames``; ``None`` when it does not."""
+        method = _python_method(value, name)
+        if method is None:
+            return None
+        self.at_node(node, opnames)
+        return self.call(Known(method), [value, *args], {})
+
+    def truth_of(self, value: Value, node: Optional[ast.AST]) -> Optional[bool]:
+        """``bool(value)`` when decidable, running the ``__bool__`` (else ``__len__``) that the
+        class of an object the program built defines in Python."""
+        for name in ("__bool__", "__len__"):
+            if _python_method(value, name) is not None:
+                self.at_enclosing(node, BOOL_OPS)
+                return truth(self.dunder(value, name, [], None, BOOL_OPS))  # type: ignore[arg-type]
+        return truth(value)
+
+    def at_enclosing(self, node: Optional[ast.AST], opnames: frozenset) -> None:
+        """Set the current place to ``node``'s instruction among ``opnames``, else to the one
+        whose span is the smallest around it (3.11 gives a truth test's jump the statement's
+        span, 3.12 a formatting the f-string's), else the first on its line (3.10)."""
+        frame = self.frame
+        if frame is None or node is None:
+            return
+        place = frame.source.place(node, opnames)
+        if place is None:
+            offset = _enclosing_instruction(frame.code, node, opnames)
+            place = None if offset is None else instruction_place(frame.code, offset)
+        frame.at = place
+
     def python_operator(self, op: str, left: Value, right: Value, node: Optional[ast.AST],
-                        opnames: frozenset) -> Optional[Value]:
+                        opnames: frozenset, inplace: bool = False) -> Optional[Value]:
         """``left <op> right`` where an operand's class defines the operator in Python (a
         wrapper of tensors, a version object): its method runs as Python runs it, the reflected
         one when the first is absent or gives ``NotImplemented`` (first when the right operand's
         class is a subclass that overrides it); ``None`` when neither class defines it in Python."""
+        if inplace:
+            done = self.dunder(left, f"__i{op}__", [right], node, opnames)
+            if done is not None and not (isinstance(done, Known) and done.obj is NotImplemented):
+                return done
         reflected = f"__{MIRROR[op]}__" if op in MIRROR else f"__r{op}__"
         classes = (_python_class(left), _python_class(right))
         if classes == (None, None):
@@ -1440,10 +1537,10 @@ class Interpreter:
                 and issubclass(classes[1], classes[0]) \
                 and class_attr(classes[1], reflected) is not class_attr(classes[0], reflected):
             tries.reverse()
-        methods = [(class_attr(cls, name), receiver, other) for cls, name, receiver, other in tries if cls is not None]
+        methods = [(_python_method(receiver, name), receiver, other) for _, name, receiver, other in tries]
         result: Optional[Value] = None
         for method, receiver, other in methods:
-            if not isinstance(method, types.FunctionType):
+            if method is None:
                 continue
             self.at_node(node, opnames)
             result = self.call(Known(method), [receiver, other], {})
@@ -1475,6 +1572,9 @@ class Interpreter:
             return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
         operand = self.eval(node.operand)
         stem, compute = UNARY[type(node.op)]
+        defined = self.dunder(operand, f"__{stem}__", [], node, UNARY_OPS)
+        if defined is not None:
+            return defined
         if isinstance(operand, Tensor):
             kind, member = self.host.tensor_attribute(f"__{stem}__")
             if kind is not Member.METHOD:
@@ -1508,6 +1608,12 @@ class Interpreter:
                 return Opaque("identity of unknown values", Nature.NUMBER)
             return Known(same if isinstance(op, ast.Is) else not same)
         if isinstance(op, (ast.In, ast.NotIn)):
+            defined = self.dunder(right, "__contains__", [left], node, CONTAINS_OPS)
+            if defined is not None:
+                known = truth(defined)
+                if known is None:
+                    return Opaque("membership of unknown values", Nature.NUMBER)
+                return Known(known if isinstance(op, ast.In) else not known)
             found = contains(self.viewed(right), left)
             if found is None:
                 compared = self.membership(left, self.viewed(right), node)
@@ -1527,7 +1633,7 @@ class Interpreter:
         is false whatever ``x`` is)."""
         if isinstance(node, ast.BoolOp):
             return self.bool_op(node)[1]
-        return truth(self.eval(node))
+        return self.truth_of(self.eval(node), node)
 
     def bool_op(self, node: ast.BoolOp) -> tuple[Value, Optional[bool]]:
         """The value of ``a and b ...`` / ``a or b ...`` and its truth when decidable."""
@@ -1551,7 +1657,7 @@ class Interpreter:
         if isinstance(node, ast.BoolOp):
             return self.bool_op(node)
         value = self.eval(node)
-        return value, truth(value)
+        return value, self.truth_of(value, node)
 
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         known = self.condition(node.test)
@@ -1603,6 +1709,9 @@ class Interpreter:
             if value.listable and not option and hashable(key) and key not in value.items:
                 self.raises("KeyError", node)
             return value.items.get(key, Opaque(f"key {key!r} not set"))
+        defined = self.dunder(value, "__getitem__", [index], node, SUBSCR_LOAD)
+        if defined is not None:
+            return defined
         if isinstance(value, Instance) and value.items is not None and isinstance(index, Known):
             items = list(value.items.values())
             if isinstance(key, int) and -len(items) <= key < len(items):
@@ -1651,8 +1760,10 @@ class Interpreter:
         frame = self.frame
         code = frame.source.codes.get(id(node)) if frame is not None else None
         if code is None or frame is None:  # 3.12+: inlined into the enclosing code
+            first = self.eval(node.generators[0].iter)
+            items = self.iter_at(first, node, node.generators[0], node.generators[0].iter)
             with self.inline_scope(node):
-                return list(self.generators(node.generators, 0, element, None))
+                return list(self.generators(node.generators, 0, element, (first, items)))
         first = self.eval(node.generators[0].iter)
         items = self.iter_at(first, node, node.generators[0])  # iter() runs in the enclosing code
         frame.at = frame.source.place(node, CALL_OPS)  # the call that runs its code (≤3.11)
@@ -1771,11 +1882,19 @@ class Interpreter:
         return instruction_place(frame.code, offsets[k]) if 0 <= k < len(offsets) else None
 
     def iter_at(self, value: Value, *nodes: ast.AST) -> Optional[Iterator[Value]]:
-        """``iter(value)`` from the current frame: a tensor's ``__iter__`` runs at the
-        ``GET_ITER`` of the first of ``nodes`` that has one."""
+        """``iter(value)`` from the current frame: a tensor's (or a Python class's) ``__iter__``
+        runs at the ``GET_ITER`` of the first of ``nodes`` that has one, else at the one whose
+        span is the smallest around the first of them it can find (an inlined comprehension's,
+        3.12+)."""
         frame = self.frame
         if runs_on_iteration(value) and frame is not None:
             frame.at = next(filter(None, (frame.source.place(n, GET_ITER) for n in nodes)), None)
+            for node in nodes if frame.at is None else ():  # 3.12 spans the comprehension, 3.13 its iterable
+                if not hasattr(node, "lineno"):  # a comprehension's ``for`` clause has no span
+                    continue
+                self.at_enclosing(node, GET_ITER)
+                if frame.at is not None:
+                    break
         return self.iterate(value)
 
     def at_node(self, node: Optional[ast.AST], opnames: frozenset) -> None:
@@ -1998,6 +2117,8 @@ class Interpreter:
             self.assign(target, item)
 
     def store_item(self, container: Value, index: Value, value: Value, node: ast.AST) -> None:
+        if self.dunder(container, "__setitem__", [index, value], node, SUBSCR_STORE) is not None:
+            return
         if isinstance(container, Tensor):
             kind, member = self.host.tensor_attribute("__setitem__")
             if kind is Member.METHOD:
@@ -2358,7 +2479,7 @@ class Interpreter:
             return value.items()
         if isinstance(value, Instance) and value.items is not None:
             return iter(list(value.items.values()))
-        if isinstance(value, Instance):
+        if isinstance(value, Instance) or _iterates_in_python(value):
             return self.instance_items(value)
         if isinstance(value, TensorTuple) and value.count is not None:
             return iter(value.items(value.count))
@@ -2403,15 +2524,22 @@ class Interpreter:
         found = self.union_items.get(id(source))
         return found[1] if found is not None and found[0] is source else element_of(source)
 
-    def instance_items(self, value: Instance) -> Optional[Iterator[Value]]:
-        """Items of an object the code built, through its class's Python ``__iter__``, or
-        ``__len__`` and ``__getitem__`` (the old sequence protocol, also what the ``Sequence``
-        mixin's ``__iter__`` does until ``IndexError``); ``None`` when unknown."""
-        method = class_attr(value.cls, "__iter__")
+    def instance_items(self, value: Value) -> Optional[Iterator[Value]]:
+        """Items of an object the code built (or of a live one whose class is Python code),
+        through its class's Python ``__iter__``, or ``__len__`` and ``__getitem__`` (the old
+        sequence protocol, also what the ``Sequence`` mixin's ``__iter__`` does until
+        ``IndexError``); ``None`` when unknown."""
+        cls = _python_class(value) if not isinstance(value, Instance) else value.cls
+        method = class_attr(cls, "__iter__")
         if isinstance(method, types.FunctionType) and method is not collections.abc.Sequence.__iter__:
             result = self.call(self.wrap(method), [value], {})
-            return None if result is value else self.iterate(result)
-        length, getitem = class_attr(value.cls, "__len__"), class_attr(value.cls, "__getitem__")
+            if result is not value:
+                return self.iterate(result)
+            if cls is not None and isinstance(class_attr(cls, "__next__"), types.FunctionType):
+                self.gap(f"iterating a {cls.__qualname__}{self.where()} runs its __next__ until it raises "
+                         "StopIteration: not followed")
+            return None
+        length, getitem = class_attr(cls, "__len__"), class_attr(cls, "__getitem__")
         if not (isinstance(length, types.FunctionType) and isinstance(getitem, types.FunctionType)):
             return None
         count = self.call(self.wrap(length), [value], {})
@@ -2446,6 +2574,11 @@ class Interpreter:
         """Model a builtin or library call; ``None`` when ``fn`` is not one."""
         if isinstance(fn, PyMethod):
             return self.container_method(fn.name, args[0], args[1:], kwargs)
+        specials = _BUILTIN_SPECIALS.get(fn) if hashable(fn) else None
+        if specials is not None:
+            defined = self.builtin_special(fn, specials, args)
+            if defined is not None:
+                return defined
         handler = self.handlers.get(fn) if hashable(fn) else None
         if handler is not None:
             result = handler(args, kwargs)
@@ -2889,13 +3022,56 @@ def _operands(node: Optional[ast.AST]) -> tuple[Optional[ast.AST], Optional[ast.
 
 
 def _python_class(value: Value) -> Optional[type]:
-    """The class of an object the code built or read whose operators may be Python code (not a
-    plain value, container, tensor or class)."""
-    if isinstance(value, Instance):
-        return value.cls
-    if isinstance(value, Known) and not isinstance(value.obj, (*PLAIN, list, dict, set, type)):
-        return type(value.obj)
-    return None
+    """The class of an object the code built or read whose special methods may be Python code
+    that runs ops: not a plain value, container or class, nor one of torch's own (tensors,
+    modules and their containers: their special methods run no op the prediction misses)."""
+    cls = value.cls if isinstance(value, Instance) else type(value.obj) if isinstance(value, Known) and \
+        not isinstance(value.obj, (*PLAIN, list, dict, set, type)) else None
+    if cls is None or cls.__module__.partition(".")[0] == "torch":  # torch's own run no op in them
+        return None
+    return cls
+
+
+def _enclosing_instruction(code: types.CodeType, node: ast.AST, opnames: frozenset) -> Optional[int]:
+    """The offset of the instruction among ``opnames`` whose source span is the smallest that
+    holds ``node``'s (the only one on its line when the interpreter gives no spans)."""
+    span = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+    best: Optional[tuple[tuple, int]] = None
+    on_line: Optional[int] = None
+    for ins in dis.get_instructions(code):
+        if ins.opname not in opnames:
+            continue
+        where = getattr(ins, "positions", None)
+        if where is None or where.lineno is None:  # 3.10: the only one on the node's line
+            if _line_of(code, ins.offset) == span[0]:
+                if on_line is not None:
+                    return None  # several: which one is not known
+                on_line = ins.offset
+            continue
+        if (where.lineno, where.col_offset) <= span[:2] and (where.end_lineno, where.end_col_offset) >= span[2:]:
+            size = (where.end_lineno - where.lineno, where.end_col_offset - where.col_offset)
+            if best is None or size < best[0]:
+                best = (size, ins.offset)
+    return on_line if best is None else best[1]
+
+
+def _line_of(code: types.CodeType, offset: int) -> Optional[int]:
+    return next((line for start, end, line in code.co_lines() if start <= offset < end), None)
+
+
+def _python_method(value: Value, name: str) -> Optional[types.FunctionType]:
+    """The special method ``name`` of ``value``'s class (see :func:`_python_class`) when it is
+    Python code of the program's (not torch's: a subclass of a torch class inherits them)."""
+    cls = _python_class(value)
+    method = class_attr(cls, name) if cls is not None else None
+    if not isinstance(method, types.FunctionType) or (method.__module__ or "").partition(".")[0] == "torch":
+        return None
+    return method
+
+
+def _iterates_in_python(value: Value) -> bool:
+    """Whether iterating ``value`` runs Python code of its class (``__iter__`` or ``__getitem__``)."""
+    return any(_python_method(value, name) is not None for name in ("__iter__", "__getitem__"))
 
 
 def _by_identity(obj: Any) -> bool:
@@ -2946,7 +3122,9 @@ def rebound_names(body: list[ast.stmt]) -> list[str]:
 
 def runs_on_iteration(value: Value) -> bool:
     """Whether ``iter(value)`` may run ops or say why it cannot be followed (a tensor's
-    ``__iter__``, or a value the prediction lost track of): the place must be the ``GET_ITER``."""
+    ``__iter__``, the program's Python one, or a value the prediction lost track of): the place
+    must be the ``GET_ITER``."""
     if isinstance(value, Union):
         return any(runs_on_iteration(option) for option in value.options)
-    return isinstance(value, Tensor) or isinstance(value, Opaque) and value.kind is Nature.ANY
+    return isinstance(value, Tensor) or isinstance(value, Opaque) and value.kind is Nature.ANY \
+        or _iterates_in_python(value)

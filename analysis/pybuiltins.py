@@ -17,7 +17,8 @@ import types
 from typing import Any, Callable
 
 __all__ = ["BINOPS", "CONCRETE", "COMPARE", "MIRROR", "UNARY", "PLAIN", "BINARY", "SUBSCR_LOAD",
-           "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "STAR_ITER", "WITH_ENTER", "MAX_UNROLL",
+           "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "CONTAINS_OPS", "BOOL_OPS", "CONVERT_OPS", "FORMAT_OPS",
+           "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "STAR_ITER", "WITH_ENTER", "MAX_UNROLL",
            "NUMERIC", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr", "hashable", "keep"]
 
 BINOPS: dict[type, str] = {
@@ -51,6 +52,14 @@ SUBSCR_STORE = frozenset({"STORE_SUBSCR", "STORE_SLICE"})
 ATTR_LOAD = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 COMPARE_OPS = frozenset({"COMPARE_OP"})
 CONTAINS_OPS = frozenset({"CONTAINS_OP"})
+#: Instructions of an f-string's formatted value: the conversion (``!s``, ``!r``; 3.13 has its own)
+#: and the formatting, 3.10-3.13.
+CONVERT_OPS = frozenset({"CONVERT_VALUE", "FORMAT_VALUE"})
+FORMAT_OPS = frozenset({"FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "FORMAT_VALUE"})
+#: Instructions that take a value's truth (where its ``__bool__`` or ``__len__`` runs), 3.10-3.13.
+BOOL_OPS = frozenset({"TO_BOOL", "UNARY_NOT", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+                      "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+                      "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"})
 UNARY_OPS = frozenset({"UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT"})
 FOR_ITER = frozenset({"FOR_ITER"})
 GET_ITER = frozenset({"GET_ITER"})

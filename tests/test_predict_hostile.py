@@ -42,6 +42,8 @@ REPORTED = {
                         "the prediction cannot decide: what reads it later is not predicted",
     "LostFlag": f"or of _opaque(x > 0), a value the prediction lost track of (Opaque cannot be read (no Python "
                 f"source)) at {line_of(H.LostFlag, '_opaque(x > 0) |')} in LostFlag.forward",
+    "SelfIterating": f"iterating a Counting at {line_of(H.SelfIterating, 'for t in')} in SelfIterating.forward runs "
+                     "its __next__ until it raises StopIteration: not followed",
     "SortedThree": f"sorted compares 3 tensors at {line_of(H.SortedThree, 'sorted(')} in SortedThree.forward: how "
                    "many comparisons (ops) run depends on their values",
 }
@@ -76,11 +78,11 @@ def test_exact_where_it_says_nothing():
     RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors,
     next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
     version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
-    unknown numbers."""
+    unknown numbers, special methods in Python reached by syntax and builtins."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
-             "ShiftedWindows", "SetsAndNumbers"]
+             "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

@@ -783,6 +783,111 @@ class SetsAndNumbers(nn.Module):
         return scaled, max(x.sum(1).tolist()) * x
 
 
+class Holder:
+    """Special methods in Python that run ops, reached by syntax and by builtins."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __getitem__(self, i):
+        return self.t[i] * 2
+
+    def __setitem__(self, i, v):
+        self.t = self.t.index_put((torch.tensor(i),), v)
+
+    def __neg__(self):
+        return Holder(-self.t)
+
+    def __iadd__(self, other):
+        self.t = self.t + other
+        return self
+
+    def __bool__(self):
+        return bool(self.t.sum() > 0)
+
+    def __len__(self):
+        return int(self.t.shape[0])
+
+    def __iter__(self):
+        return iter([self.t.sin(), self.t.cos()])
+
+    def __contains__(self, v):
+        return bool((self.t == v).any())
+
+    def __abs__(self):
+        return Holder(self.t.abs())
+
+    def __float__(self):
+        return float(self.t.mean())
+
+    def __str__(self):
+        return str(self.t.max().item())
+
+    def __getattr__(self, name):
+        return self.t.sum(dim=0) if name == "total" else None
+
+
+class Specials(nn.Module):
+    """Each special method of :class:`Holder` from the syntax or builtin that calls it, on an
+    object built in forward and on one the model holds."""
+
+    def __init__(self):
+        super().__init__()
+        self.held = Holder(torch.ones(3, 4))
+
+    def forward(self, x):
+        h = Holder(x.clone())
+        h[0] = x[1]
+        h += 1.0
+        first, second = h
+        flag = 0.5 in h
+        if h:
+            x = x + 1
+        text = f"{h}" + str(-h)
+        rows = [r.exp() for r in h]
+        return h[1], abs(h).t, float(h), h.total, first + second, flag, text, rows, len(self.held), -self.held
+
+
+class Counting:
+    """An iterator whose ``__next__`` runs an op per item."""
+
+    def __init__(self, t):
+        self.t, self.k = t, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.k >= 2:
+            raise StopIteration
+        self.k += 1
+        return self.t * self.k
+
+
+class SelfIterating(nn.Module):
+    def forward(self, x):
+        return [t for t in Counting(x)]
+
+
+class ConvNorm(nn.Sequential):
+    """A subclass of a torch container (torchvision's ``Conv2dNormActivation``): torch's own
+    ``__iter__``/``__len__``/``__getitem__`` are read as before, not as the program's."""
+
+    def __init__(self):
+        super().__init__(nn.Linear(4, 4), nn.ReLU())
+
+
+class SequentialSubclass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(ConvNorm(), ConvNorm())
+
+    def forward(self, x):
+        if len(self.blocks[0]) == 2 and self.blocks:
+            x = x.sin()
+        return self.blocks(x), [m for m in self.blocks[1]]
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -792,7 +897,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
-             SetsAndNumbers]
+             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))

@@ -458,6 +458,85 @@ def run_kinds(o, box, v, n):
         many_instruction_kinds(o, box, v)
 
 
+class Special:
+    """Special methods in Python, each running a recorded op: what CPython calls for an
+    operator, a truth test, ``in``, a builtin, an f-string or a missing attribute."""
+
+    def __init__(self, o, n):
+        self.o, self.n = o, n
+
+    def __bool__(self):
+        return self.o.truth(self.n) > 0
+
+    def __len__(self):
+        return self.o.length(self.n)
+
+    def __neg__(self):
+        return Special(self.o, self.o.neg(self.n))
+
+    def __add__(self, other):
+        return Special(self.o, self.o.add2(self.n))
+
+    def __radd__(self, other):
+        return Special(self.o, self.o.radd(self.n))
+
+    def __iadd__(self, other):
+        self.n = self.o.iadd(self.n)
+        return self
+
+    def __lt__(self, other):
+        return self.o.less(self.n) < 0
+
+    def __contains__(self, item):
+        return self.o.contains(item) == item
+
+    def __abs__(self):
+        return self.o.absolute(self.n)
+
+    def __format__(self, spec):
+        return str(self.o.fmt(self.n))
+
+    def __str__(self):
+        return str(self.o.text(self.n))
+
+    def __getattr__(self, name):
+        return self.o.dynamic(name)
+
+    def __getitem__(self, index):
+        return self.o.item(index)
+
+    def __setitem__(self, index, value):
+        self.o.store(index)
+
+    def __iter__(self):
+        return iter([self.o.first(1), self.o.second(2)])
+
+
+SPECIAL_OPS = ("truth", "length", "neg", "add2", "radd", "iadd", "less", "contains", "absolute", "fmt", "text",
+               "dynamic", "item", "store", "first", "second")
+
+
+def python_specials(o, n):
+    s = Special(o, n)
+    if s:  # __bool__ at the jump (3.11: the statement's span) or TO_BOOL (3.13)
+        n += 1
+    while n < 4:
+        n += 1 if s else 2  # one truth test on its line: 3.10 places it by line alone
+    total = len(s) + abs(s)
+    t = -s
+    t += 1
+    u = s + s
+    v = 1 + s
+    w = s < t
+    x = 3 in s
+    text = f"{s}"  # one formatted value per line: 3.10 places it by line alone
+    text += f"{s!s}"
+    text += f"{s:>4}" + str(s)
+    a, b = s
+    s[0] = s[1]
+    return total, t, u, v, w, x, text, a, b, s.missing, [c for c in s]
+
+
 # --- for property-based tests --------------------------------------------------------------
 
 

@@ -79,6 +79,7 @@ CASES = {
     "yield from a generator": (m.yield_from, (0,), {}),
     "sum of values": (m.sum_of_values, (), {"value": True}),
     "value operators": (m.value_operators, (), {"value": True}),
+    "python special methods": (m.python_specials, (0,), {"names": m.SPECIAL_OPS}),
 }
 
 
