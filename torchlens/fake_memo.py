@@ -294,6 +294,10 @@ class OpMemo:
         if not result or not (kind is tuple or kind is list or issubclass(kind, tuple)
                               and kind.__module__ == "torch.return_types"):
             return None
+        if any(isinstance(r, torch.Tensor) and r._is_view() for r in result):
+            # Views made together (unbind, split, chunk): torch refuses to read one once its base
+            # was written in place, which a later prediction may have done: never given again.
+            return None
         parts = tuple(self._part(r, inputs) if isinstance(r, torch.Tensor) else None for r in result)
         return None if any(p is None for p in parts) else _Outcome(kind, parts, None)
 
