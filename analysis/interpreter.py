@@ -1273,11 +1273,14 @@ class Interpreter:
             return Bound(self.wrap(what), value)
         if kind is Member.TENSOR:
             return Tensor()
-        if value.described is not None:  # metadata of an input, a parameter or a computed shape
-            try:
-                return self.wrap(getattr(value.described, name))
-            except Exception:  # noqa: BLE001
-                pass
+        # Metadata of an input, a parameter or a computed shape: from its stand-in when it has
+        # one (an in-place write, through a view too, changes the stand-in, not the live tensor)
+        for described in (value.meta, value.live):
+            if described is not None:
+                try:
+                    return self.wrap(getattr(described, name))
+                except Exception:  # noqa: BLE001
+                    pass
         return Opaque(f"tensor attribute {name}", Nature.NUMBER)
 
     def known_attribute(self, obj: Any, name: str, node: Optional[ast.AST]) -> Value:

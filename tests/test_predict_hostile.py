@@ -78,11 +78,13 @@ def test_exact_where_it_says_nothing():
     RNNs over packed sequences, operator functions, list.sort with a key, itertools, descriptors,
     next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
     version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
-    unknown numbers, special methods in Python reached by syntax and builtins."""
+    unknown numbers, special methods in Python reached by syntax and builtins, an input's
+    metadata after in-place writes."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
-             "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass"]
+             "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
+             "InputWritten"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

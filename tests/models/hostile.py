@@ -888,6 +888,26 @@ class SequentialSubclass(nn.Module):
         return self.blocks(x), [m for m in self.blocks[1]]
 
 
+class InputWritten(nn.Module):
+    """An input written through a view (it then requires grad) and resized in place: what is
+    read of it afterwards is what the writes made, not the tensor as given."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3, 4))
+
+    def forward(self, x):
+        v = x.view(3, 4)
+        v.copy_(self.w)
+        if x.requires_grad:
+            x = x.tanh()
+        y = x.clone()
+        y.unsqueeze_(0)
+        if y.dim() == 3:
+            y = y.sin()
+        return x, y
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
@@ -897,7 +917,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
-             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass]
+             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, InputWritten]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
