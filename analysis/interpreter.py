@@ -894,7 +894,9 @@ class Interpreter:
             return value.obj
         if isinstance(value, Seq):
             return value.kind(self.stand_in_for(v) for v in value.items)
-        obj = value.described if isinstance(value, Tensor) and value.described is not None else _Held(value)
+        # real code is handed the live tensor where there is one (its metadata: see Tensor.described)
+        live = (value.live if value.live is not None else value.meta) if isinstance(value, Tensor) else None
+        obj = live if live is not None else _Held(value)
         self.held[id(obj)] = (obj, value)
         return obj
 
@@ -1273,9 +1275,7 @@ class Interpreter:
             return Bound(self.wrap(what), value)
         if kind is Member.TENSOR:
             return Tensor()
-        # Metadata of an input, a parameter or a computed shape: from its stand-in when it has
-        # one (an in-place write, through a view too, changes the stand-in, not the live tensor)
-        for described in (value.meta, value.live):
+        for described in (value.described, value.live):  # an input's, a parameter's or a computed shape's
             if described is not None:
                 try:
                     return self.wrap(getattr(described, name))

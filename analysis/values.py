@@ -63,8 +63,10 @@ class Tensor(Value):
 
     @property
     def described(self) -> Any:
-        """The object whose metadata (``shape``, ``dtype``) this tensor has, or ``None``."""
-        return self.live if self.live is not None else self.meta
+        """The object whose metadata (``shape``, ``dtype``) this tensor has now, or ``None``: its
+        stand-in when it has one (an in-place write, through a view too, changes the stand-in,
+        not the live tensor), else the live one."""
+        return self.meta if self.meta is not None else self.live
 
 
 @dataclass(eq=False, slots=True)

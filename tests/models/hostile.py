@@ -889,22 +889,27 @@ class SequentialSubclass(nn.Module):
 
 
 class InputWritten(nn.Module):
-    """An input written through a view (it then requires grad) and resized in place: what is
-    read of it afterwards is what the writes made, not the tensor as given."""
+    """An input resized in place and written through a view (it then requires grad): what is
+    read of it afterwards is what the writes made, not the tensor as given. It changes the
+    tensor it is given: it has an input of its own."""
 
     def __init__(self):
         super().__init__()
         self.w = nn.Parameter(torch.ones(3, 4))
 
     def forward(self, x):
+        x.unsqueeze_(0)
+        grown = len(x) == 1
         v = x.view(3, 4)
         v.copy_(self.w)
         if x.requires_grad:
             x = x.tanh()
         y = x.clone()
         y.unsqueeze_(0)
-        if y.dim() == 3:
+        if y.dim() == 4:
             y = y.sin()
+        if grown:
+            y = y.cos()
         return x, y
 
 
@@ -917,11 +922,12 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
-             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, InputWritten]
+             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
     out["ExecFunction"] = (ExecFunction(), (x,))
     out["ExecBranch"] = (ExecBranch(), (x,))
     out["Packed"] = (Packed(), (torch.randn(3, 3, 4),))
+    out["InputWritten"] = (InputWritten(), (torch.randn(3, 4),))
     return out
