@@ -500,7 +500,7 @@ class Interpreter:
         ran = False
         result: Value = NONE
         for subject in subjects:
-            name = next((n for n in names if _python_method(subject, n) is not None), None)
+            name = _python_special(subject, names)
             if name is None:
                 continue
             ran = True
@@ -1481,7 +1481,7 @@ class Interpreter:
             names, opnames = ("__str__", "__repr__"), CONVERT_OPS
         else:
             names, opnames = ("__format__", "__str__", "__repr__"), FORMAT_OPS
-        name = next((n for n in names if _python_method(value, n) is not None), None)
+        name = _python_special(value, names)
         if name is None:
             return False
         self.at_enclosing(part.value, opnames)
@@ -1502,11 +1502,11 @@ class Interpreter:
     def truth_of(self, value: Value, node: Optional[ast.AST]) -> Optional[bool]:
         """``bool(value)`` when decidable, running the ``__bool__`` (else ``__len__``) that the
         class of an object the program built defines in Python."""
-        for name in ("__bool__", "__len__"):
-            if _python_method(value, name) is not None:
-                self.at_enclosing(node, BOOL_OPS)
-                return truth(self.dunder(value, name, [], None, BOOL_OPS))  # type: ignore[arg-type]
-        return truth(value)
+        name = _python_special(value, ("__bool__", "__len__"))
+        if name is None:
+            return truth(value)
+        self.at_enclosing(node, BOOL_OPS)
+        return truth(self.dunder(value, name, [], None, BOOL_OPS))  # type: ignore[arg-type]
 
     def at_enclosing(self, node: Optional[ast.AST], opnames: frozenset) -> None:
         """Set the current place to ``node``'s instruction among ``opnames``, else to the one
@@ -3072,9 +3072,15 @@ def _python_method(value: Value, name: str) -> Optional[types.FunctionType]:
     return method
 
 
+def _python_special(value: Value, names: tuple[str, ...]) -> Optional[str]:
+    """The first of ``names`` whose special method ``value``'s class defines in Python (see
+    :func:`_python_method`): the one CPython calls where it tries them in this order."""
+    return next((name for name in names if _python_method(value, name) is not None), None)
+
+
 def _iterates_in_python(value: Value) -> bool:
     """Whether iterating ``value`` runs Python code of its class (``__iter__`` or ``__getitem__``)."""
-    return any(_python_method(value, name) is not None for name in ("__iter__", "__getitem__"))
+    return _python_special(value, ("__iter__", "__getitem__")) is not None
 
 
 def _by_identity(obj: Any) -> bool:
