@@ -27,7 +27,9 @@ hold, else the op runs on the fake mode as before:
   was one of the op's arguments is that argument now; an output that shares storage with an
   argument (a view) is given only if it shares storage with the same argument now; every
   output must still have all the metadata it was made with (:func:`tensor_key`, its storage
-  and constant): changed since by an in-place op, it is made again. A query's answer (a
+  and constant): changed since by an in-place op, it is made again. Views made together
+  (``unbind``, ``split``, ``chunk``) are given only while nothing was written into them or their
+  base since (their version): torch refuses to read one after that. A query's answer (a
   ``torch.Size``, an int) is an immutable value; an op that raised is :data:`RAISED` again.
 
 Fakes change only when an op runs on them. So the memo keeps an **epoch** that moves whenever
@@ -128,18 +130,22 @@ def _changes(t: Any) -> tuple:
 class _Made:
     """A tensor the op made: given again while :func:`_stamp` is unchanged (read again only
     when the memo's epoch moved since it was last read), and (a view: ``alias`` is the index of
-    the argument it shares storage with) while it shares storage with that argument."""
+    the argument it shares storage with) while it shares storage with that argument.
+    ``version``: of a view made together with others (unbind, split, chunk), given again only
+    while its version is the same, nothing written into it, its base or another view of its base
+    since it was made (torch refuses to read such a view after that; a fresh one it reads)."""
 
-    __slots__ = ("tensor", "stamp", "alias", "constant", "epoch")
+    __slots__ = ("tensor", "stamp", "alias", "constant", "epoch", "version")
 
-    def __init__(self, tensor: Any, alias: Optional[int], epoch: int) -> None:
+    def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool) -> None:
         self.tensor, self.stamp, self.alias, self.epoch = tensor, _stamp(tensor), alias, epoch
+        self.version = tensor._version if together and not tensor.is_inference() else None
         self.constant = tensor.constant  # kept alive: its id is in the stamp
 
     def again(self, inputs: list, epoch: int, known: dict) -> Any:
         tensor = self.tensor
         if self.epoch != epoch:
-            if _stamp(tensor) != self.stamp:
+            if self.version is not None and tensor._version != self.version or _stamp(tensor) != self.stamp:
                 return MISS
             self.epoch = epoch
         if self.alias is not None and inputs[self.alias].untyped_storage()._cdata != self.stamp[1]:
@@ -286,7 +292,7 @@ class OpMemo:
         if result is RAISED or type(result) in _IMMUTABLE:
             return _Outcome(None, (), result)
         if isinstance(result, torch.Tensor):
-            part = self._part(result, inputs)
+            part = self._part(result, inputs, False)
             return None if part is None else _Outcome(None, (part,), None)
         kind = type(result)
         if kind is tuple and result and all(type(r) in _IMMUTABLE for r in result):
@@ -294,14 +300,11 @@ class OpMemo:
         if not result or not (kind is tuple or kind is list or issubclass(kind, tuple)
                               and kind.__module__ == "torch.return_types"):
             return None
-        if any(isinstance(r, torch.Tensor) and r._is_view() for r in result):
-            # Views made together (unbind, split, chunk): torch refuses to read one once its base
-            # was written in place, which a later prediction may have done: never given again.
-            return None
-        parts = tuple(self._part(r, inputs) if isinstance(r, torch.Tensor) else None for r in result)
+        together = any(isinstance(r, torch.Tensor) and r._is_view() for r in result)  # unbind, split, chunk
+        parts = tuple(self._part(r, inputs, together) if isinstance(r, torch.Tensor) else None for r in result)
         return None if any(p is None for p in parts) else _Outcome(kind, parts, None)
 
-    def _part(self, tensor: Any, inputs: list) -> Any:
+    def _part(self, tensor: Any, inputs: list, together: bool) -> Any:
         for at, given in enumerate(inputs):
             if tensor is given:
                 return at
@@ -311,7 +314,7 @@ class OpMemo:
         alias = next((at for at, given in enumerate(inputs) if given.untyped_storage()._cdata == storage), None)
         if alias is None and tensor._is_view():
             return None  # a view of something that is not an argument
-        return _Made(tensor, alias, self.epoch)
+        return _Made(tensor, alias, self.epoch, together)
 
     def __len__(self) -> int:
         return len(self._entries)
