@@ -3028,11 +3028,21 @@ def _python_class(value: Value) -> Optional[type]:
     """The class of an object the code built or read whose special methods may be Python code
     that runs ops: not a plain value, container or class, nor one of torch's own (tensors,
     modules and their containers: their special methods run no op the prediction misses)."""
-    cls = value.cls if isinstance(value, Instance) else type(value.obj) if isinstance(value, Known) and \
-        not isinstance(value.obj, (*PLAIN, list, dict, set, type)) else None
-    if cls is None or cls.__module__.partition(".")[0] == "torch":  # torch's own run no op in them
+    if isinstance(value, Known):
+        if isinstance(value.obj, _NOT_PROGRAM):
+            return None
+        cls: type = type(value.obj)
+    elif isinstance(value, Instance):
+        cls = value.cls
+    else:
+        return None
+    if cls.__module__.partition(".")[0] == "torch":  # torch's own run no op in them
         return None
     return cls
+
+
+#: Objects whose class is never the program's: plain values, containers and classes.
+_NOT_PROGRAM = (*PLAIN, list, dict, set, type)
 
 
 def _enclosing_instruction(code: types.CodeType, node: ast.AST, opnames: frozenset) -> Optional[int]:
@@ -3066,7 +3076,9 @@ def _python_method(value: Value, name: str) -> Optional[types.FunctionType]:
     """The special method ``name`` of ``value``'s class (see :func:`_python_class`) when it is
     Python code of the program's (not torch's: a subclass of a torch class inherits them)."""
     cls = _python_class(value)
-    method = class_attr(cls, name) if cls is not None else None
+    if cls is None:
+        return None
+    method = class_attr(cls, name)
     if not isinstance(method, types.FunctionType) or (method.__module__ or "").partition(".")[0] == "torch":
         return None
     return method
@@ -3075,7 +3087,12 @@ def _python_method(value: Value, name: str) -> Optional[types.FunctionType]:
 def _python_special(value: Value, names: tuple[str, ...]) -> Optional[str]:
     """The first of ``names`` whose special method ``value``'s class defines in Python (see
     :func:`_python_method`): the one CPython calls where it tries them in this order."""
-    return next((name for name in names if _python_method(value, name) is not None), None)
+    if _python_class(value) is None:
+        return None
+    for name in names:
+        if _python_method(value, name) is not None:
+            return name
+    return None
 
 
 def _iterates_in_python(value: Value) -> bool:
