@@ -403,6 +403,24 @@ def test_the_memo_is_bounded(monkeypatch) -> None:
     assert 0 < len(_kept().memo) <= 4
 
 
+def test_a_number_standing_for_fake_metadata_is_never_given_to_other_metadata(monkeypatch) -> None:
+    """A fake in a key is a number for its metadata; when the numbering starts afresh (a full
+    table) old numbers are never given again, so a key kept under one metadata is not hit by
+    a fake of another."""
+    from torchlens import fake_memo
+    from torchlens.analysis.values import Tensor
+    from torchlens.torch_host import FakeShapes
+
+    monkeypatch.setattr(fake_memo, "TOKENS", 1)
+    short, long = torch.randn(2), torch.randn(3)
+
+    def tanh(live):
+        shapes = FakeShapes()
+        return shapes.run(torch.tanh, [Tensor(meta=shapes.fake(live))], {}).shape
+
+    assert [tanh(short), tanh(long), tanh(short), tanh(long)] == [(2,), (3,), (2,), (3,)]
+
+
 class ByAConstant(nn.Module):
     """A branch decided by the value of a tensor made from a Python float (the fake mode
     carries the value of a one-element tensor made from data)."""

@@ -45,6 +45,7 @@ so is the memo).
 
 from __future__ import annotations
 
+import itertools
 import types
 from collections import OrderedDict
 from typing import Any, Optional
@@ -56,6 +57,8 @@ __all__ = ["OpMemo", "RAISED", "MISS", "KEYS", "PER_KEY", "tensor_key"]
 
 #: Keys kept at most, and calls kept per key.
 KEYS, PER_KEY = 4096, 256
+#: Distinct fake metadata numbered at most before the numbering starts afresh (:meth:`OpMemo.token`).
+TOKENS = 1 << 16
 #: The op raised on fakes (data-dependent, unsupported, or wrong arguments).
 RAISED = object()
 #: Nothing kept for this call: run the op.
@@ -135,9 +138,10 @@ class _Made:
     while its version is the same, nothing written into it, its base or another view of its base
     since it was made (torch refuses to read such a view after that; a fresh one it reads)."""
 
-    __slots__ = ("tensor", "stamp", "alias", "constant", "epoch", "version")
+    __slots__ = ("tensor", "stamp", "token", "alias", "constant", "epoch", "version")
 
-    def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool) -> None:
+    def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool, token: int) -> None:
+        self.token = token  # its tensor_key's number (OpMemo.token)
         self.tensor, self.stamp, self.alias, self.epoch = tensor, _stamp(tensor), alias, epoch
         self.version = tensor._version if together and not tensor.is_inference() else None
         self.constant = tensor.constant  # kept alive: its id is in the stamp
@@ -150,7 +154,7 @@ class _Made:
             self.epoch = epoch
         if self.alias is not None and inputs[self.alias].untyped_storage()._cdata != self.stamp[1]:
             return MISS
-        known[id(tensor)] = (tensor, self.stamp[0])
+        known[id(tensor)] = (tensor, self.token)
         return tensor
 
 
@@ -186,6 +190,22 @@ class OpMemo:
         #: argument, or was not keyed, so not checked): what was read of a fake before holds
         #: while it stays.
         self.epoch = 0
+        #: A number for each distinct :func:`tensor_key` (see :meth:`token`).
+        self._tokens: dict[tuple, int] = {}
+        self._numbers = itertools.count()
+
+    def token(self, metadata: tuple) -> int:
+        """The number standing for a fake's :func:`tensor_key` in keys (a short flat key hashes
+        and compares at C speed). No number is given to two metadata: a full table starts
+        afresh with new numbers, and keys holding old ones match nothing again (they are
+        forgotten as the least recently used)."""
+        tokens = self._tokens
+        token = tokens.get(metadata)
+        if token is None:
+            if len(tokens) >= TOKENS:
+                tokens.clear()
+            token = tokens[metadata] = next(self._numbers)
+        return token
 
     def changed(self) -> None:
         """An op ran on fakes of the mode without being checked: any fake may have changed."""
@@ -193,7 +213,7 @@ class OpMemo:
 
     def key(self, fn: Any, args: list, kwargs: dict, known: dict) -> tuple[Optional[tuple], list]:
         """The call's key (``None``: not keyable, or torch's state forbids) and its tensor
-        arguments; ``known``: ``id(fake)`` -> (it, its :func:`tensor_key`) read at this epoch.
+        arguments; ``known``: ``id(fake)`` -> (it, its :func:`tensor_key`'s number) read at this epoch.
 
         The key is flat: the op, torch's state, then each argument (keywords after their
         name) as its type followed by what that type holds (a sequence: its length, then its
@@ -231,7 +251,7 @@ class OpMemo:
                 return
             entry = known.get(id(obj))
             if entry is None or entry[0] is not obj:
-                entry = known[id(obj)] = (obj, tensor_key(obj))
+                entry = known[id(obj)] = (obj, self.token(tensor_key(obj)))
             parts += (kind, entry[1], None)
         elif kind in _PLAIN:
             parts += (kind, obj)
@@ -314,7 +334,7 @@ class OpMemo:
         alias = next((at for at, given in enumerate(inputs) if given.untyped_storage()._cdata == storage), None)
         if alias is None and tensor._is_view():
             return None  # a view of something that is not an argument
-        return _Made(tensor, alias, self.epoch, together)
+        return _Made(tensor, alias, self.epoch, together, self.token(tensor_key(tensor)))
 
     def __len__(self) -> int:
         return len(self._entries)

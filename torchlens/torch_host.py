@@ -467,7 +467,7 @@ class FakeShapes:
         #: the k-th call with a key gets what the k-th gave.
         self._calls: dict[int, tuple[list, int]] = {}
         #: Metadata of fakes read at the memo's epoch ``_epoch`` (see :meth:`OpMemo.key`).
-        self._known: dict[int, tuple[Any, tuple]] = {}
+        self._known: dict[int, tuple[Any, int]] = {}
         self._epoch = -1
 
     def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
