@@ -1,14 +1,17 @@
 """Turn the live Python stack into call-site chains, cheaply (torch-free).
 
-The hot path builds only a raw tuple of ``id(code)`` and ``f_lasti`` per frame and looks it
-up in a dict; only on a miss are the frames normalised to :class:`analysis.sites.Place`
-chains and collapsed (:func:`analysis.sites.collapse`). The interner keeps a strong
-reference to every code object it has seen, so an ``id`` cannot be reused for another code
-object while it lives. Frame objects are never stored: they would keep activations alive.
+The hot path builds only a raw tuple of ``id(code)`` and ``f_lasti`` per frame
+(:func:`read_raw`) and looks it up in a dict; only on a miss are the frames normalised to
+:class:`analysis.sites.Place` chains and collapsed (:func:`analysis.sites.collapse`), and
+that normalisation is itself kept process-wide (:data:`PLACES_KEPT` chains), since the same
+code locations give the same places in every capture. The interner keeps a strong reference
+to every code object it has seen, so an ``id`` cannot be reused for another code object
+while it lives. Frame objects are never stored: they would keep activations alive.
 """
 
 from __future__ import annotations
 
+from itertools import chain as _chained
 from types import CodeType, FrameType
 from typing import Optional
 
@@ -18,6 +21,15 @@ from torchlens.analysis.sites import Place, closure_identity, collapse, instruct
 SKIP = 1
 #: Role of a frame that ends a chain (a module-call boundary or the capture's entry).
 STOP = 2
+#: How many raw chains the process-wide normalisation memo (:data:`_PLACES`) keeps before it
+#: starts again: generated models (``exec``, the fuzz campaigns) make new code objects all the
+#: time, and each entry holds its code objects.
+PLACES_KEPT = 8192
+
+#: Raw key (see :meth:`ChainInterner.intern`) -> (its code objects, held so that no id in the
+#: key is reused while the entry lives; the places it normalises to). The places are a
+#: function of the key alone: the codes and offsets, and which closures are equal.
+_PLACES: dict[tuple, tuple[tuple[CodeType, ...], tuple[Place, ...]]] = {}
 
 
 def read_stack(frame: Optional[FrameType], roles: dict[int, int]) -> tuple[list, Optional[FrameType]]:
@@ -38,57 +50,82 @@ def read_stack(frame: Optional[FrameType], roles: dict[int, int]) -> tuple[list,
     return frames, None
 
 
+def read_raw(frame: Optional[FrameType], roles: dict[int, int]) -> tuple[tuple, Optional[FrameType]]:
+    """:func:`read_stack` as a raw key: ``(id(code), f_lasti)`` of each chain frame, innermost
+    first, flat (what :meth:`ChainInterner.site` looks up), and the stop frame."""
+    raw: list[int] = []
+    get = roles.get
+    while frame is not None:
+        code = frame.f_code
+        role = get(id(code))
+        if role is None:
+            raw += (id(code), frame.f_lasti)
+        elif role == STOP:
+            return tuple(raw), frame
+        frame = frame.f_back
+    return tuple(raw), None
+
+
 class ChainInterner:
     """Numbers distinct call-site chains; equal chains get equal small integers."""
 
-    __slots__ = ("_raw", "_sites", "_ids", "chains", "_codes")
+    __slots__ = ("_raw", "sites", "_ids", "chains", "_codes")
 
     def __init__(self) -> None:
+        #: Raw key -> chain id.
         self._raw: dict[tuple, int] = {}
-        self._sites: dict[tuple[int, int], tuple[int]] = {}
+        #: Raw key of a chain whose codes are all distinct -> ``(chain id,)`` (:meth:`site`); a
+        #: one-frame chain's key is ``(id(code), f_lasti)`` (:meth:`frame_site`).
+        self.sites: dict[tuple, tuple[int]] = {}
         self._ids: dict[tuple[Place, ...], int] = {}
         #: Chain id -> the chain's places, outermost first.
         self.chains: list[tuple[Place, ...]] = []
-        self._codes: list[CodeType] = []
-
-    def intern_frame(self, frame: FrameType) -> int:
-        """The chain id of one frame alone (torch called straight from ``forward``: the common case)."""
-        code = frame.f_code
-        raw = (id(code), frame.f_lasti)
-        chain = self._raw.get(raw)
-        if chain is None:
-            chain = self._raw[raw] = self._normalise([code], raw[1:], None)
-        return chain
+        self._codes: list[tuple[CodeType, ...]] = []
 
     def frame_site(self, frame: FrameType) -> tuple[int]:
-        """``(intern_frame(frame),)``: the call site of one frame alone, one tuple per place
-        (shared by the ops recorded there)."""
+        """The call site of one frame alone (torch called straight from ``forward``: the common
+        case): ``(chain id,)``, one tuple per place (shared by the ops recorded there)."""
         raw = (id(frame.f_code), frame.f_lasti)
-        site = self._sites.get(raw)
+        site = self.sites.get(raw)
         if site is None:
-            site = self._sites[raw] = (self.intern_frame(frame),)
+            site = self.sites[raw] = (self.intern([frame]),)
+        return site
+
+    def site(self, raw: tuple, frame: FrameType, roles: dict[int, int]) -> tuple[int]:
+        """``(intern(frames),)`` for the chain :func:`read_raw` read from ``frame`` as ``raw``
+        (not empty): one lookup when met before, one tuple per chain."""
+        site = self.sites.get(raw)
+        if site is None:
+            site = (self.intern(read_stack(frame, roles)[0]),)
+            ids = raw[::2]
+            if len(set(ids)) == len(ids):  # no code repeats: the raw key alone decides the chain
+                self.sites[raw] = site
         return site
 
     def intern(self, frames: list) -> int:
         """The chain id of ``frames`` (innermost first, as :func:`read_stack` gives them)."""
-        if len(frames) == 1:
-            return self.intern_frame(frames[0])
-        codes = [f.f_code for f in reversed(frames)]
-        raw: tuple = (*map(id, codes), *[f.f_lasti for f in reversed(frames)])
-        closures = None
-        n = len(codes)
-        if n > 1 and len(set(raw[:n])) < n:  # a code repeats: recursion or a shared wrapper
-            closures = [closure_identity(f.f_code, f.f_locals.get) for f in reversed(frames)]
-            raw = (*raw, *closures)
+        raw: tuple = tuple(_chained.from_iterable([(id(f.f_code), f.f_lasti) for f in frames]))
+        n = len(frames)
+        if n > 1 and len(set(raw[::2])) < n:  # a code repeats: recursion or a shared wrapper
+            closures = tuple(closure_identity(f.f_code, f.f_locals.get) for f in frames)
+            raw = (*raw, closures)
         chain = self._raw.get(raw)
         if chain is None:
-            chain = self._raw[raw] = self._normalise(codes, raw[n : 2 * n], closures)
+            chain = self._raw[raw] = self._normalise(raw, frames)
         return chain
 
-    def _normalise(self, codes: list, lastis: tuple, closures: Optional[list]) -> int:
-        self._codes.extend(codes)
-        kept = collapse(codes, closures) if closures is not None else range(len(codes))
-        places = tuple(instruction_place(codes[i], lastis[i]) for i in kept)
+    def _normalise(self, raw: tuple, frames: list) -> int:
+        entry = _PLACES.get(raw)
+        if entry is None:
+            codes = [f.f_code for f in reversed(frames)]
+            lastis = [f.f_lasti for f in reversed(frames)]
+            closures = list(reversed(raw[-1])) if len(raw) > 2 * len(frames) else None
+            kept = collapse(codes, closures) if closures is not None else range(len(codes))
+            if len(_PLACES) >= PLACES_KEPT:
+                _PLACES.clear()
+            entry = _PLACES[raw] = (tuple(codes), tuple(instruction_place(codes[i], lastis[i]) for i in kept))
+        self._codes.append(entry[0])
+        places = entry[1]
         chain = self._ids.get(places)
         if chain is None:
             chain = self._ids[places] = len(self.chains)

@@ -38,7 +38,7 @@ from torchlens.analysis.sites import instruction_place
 from . import funcs
 from .boundary import call_inputs, call_outputs, record_inputs, record_module_call, record_output
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
-from .frames import SKIP, STOP, ChainInterner, read_stack
+from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
@@ -65,6 +65,26 @@ _mode_at = torch._C._get_function_stack_at
 #: and ``enable_grad`` go through them): (owner, attribute).
 _MODE_SETTERS = ((torch, "set_autocast_enabled"), (torch, "set_autocast_dtype"), (torch._C, "_set_grad_enabled"),
                  (torch, "set_default_dtype"))
+
+
+#: How many torch callables the process-wide classification (:func:`_classified`) keeps before
+#: it starts again (each entry holds its callable).
+FUNCS_KEPT = 4096
+#: Process-wide: torch callable -> :func:`funcs.classify` of it; the plain ops among them (an
+#: op, not in place, no fused buffer write) -> their name.
+_FUNC_INFO: dict[Any, funcs.FuncInfo] = {}
+_PLAIN: dict[Any, str] = {}
+
+
+def _classified(func: Callable) -> funcs.FuncInfo:
+    """Classify ``func`` into :data:`_FUNC_INFO` (and :data:`_PLAIN`, for a plain op)."""
+    if len(_FUNC_INFO) >= FUNCS_KEPT:
+        _FUNC_INFO.clear()
+        _PLAIN.clear()
+    info = _FUNC_INFO[func] = funcs.classify(func)
+    if info.kind is funcs.OP and not info.inplace and info.name not in FUSED_MUTATORS:
+        _PLAIN[func] = info.name
+    return info
 
 
 def _forward_lines() -> frozenset[int]:
@@ -128,10 +148,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
         self.keep_alive: list[Any] = []
         self.stack: list[int] = []
-        self.func_info: dict[Any, funcs.FuncInfo] = {}
         #: The plain ops met (an op, not in place, no fused buffer write) -> their name: what
-        #: :meth:`__torch_function__` decides with one lookup.
-        self.plain: dict[Any, str] = {}
+        #: :meth:`__torch_function__` decides with one lookup (process-wide, :func:`_classified`).
+        self.plain: dict[Any, str] = _PLAIN if self.fast else {}
         self.hook_calls: dict[int, bool] = {}
         self.pending_name: Optional[str] = None
         self.bypass = False
@@ -191,11 +210,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                 raise
             self._record(func, name, args, kwargs, out, sys._getframe(1))
             return out
-        info = self.func_info.get(func)
-        if info is None:
-            info = self.func_info[func] = funcs.classify(func)
-            if self.fast and info.kind is funcs.OP and not info.inplace and info.name not in FUSED_MUTATORS:
-                self.plain[func] = info.name
+        info = _FUNC_INFO.get(func) or _classified(func)
         if self.suspended or info.kind is funcs.QUERY:
             return func(*args, **kwargs)
         if info.kind is funcs.TRANSPARENT and not self.bypass:
@@ -476,11 +491,12 @@ class Capture(LeavesStack, TorchFunctionMode):
             if back is not None and back.f_code is _CALL_IMPL:
                 call = self.stack[-1]  # torch called straight from a module's forward: the common case, made cheap
                 return self.raw.calls[call][0], call, self.interner.frame_site(frame)
-        frames, stop = read_stack(frame, self.roles)
+        raw, stop = read_raw(frame, self.roles)
         level = len(self.stack) - 1
-        if stop is not None and stop.f_code is not _CALL_IMPL_INNER and frames and level >= 0:
+        if stop is not None and stop.f_code is not _CALL_IMPL_INNER and raw and level >= 0:
             call = self.stack[level]  # no hook in the way: the common case, made cheap
-            return self.raw.calls[call][0], call, (self.interner.intern(frames),)
+            return self.raw.calls[call][0], call, self.interner.site(raw, cast(FrameType, frame), self.roles)
+        frames, stop = read_stack(frame, self.roles)
         segments: list[Segment] = [self.interner.intern(frames)] if frames else []
         while stop is not None and self._is_hook_call(stop) and level >= 0:
             hooked = self.raw.calls[self.stack[level]][0]

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from models.table import ALL_PARAMS, Case, build
-from torchlens.capture import boundary, session
+from torchlens.capture import boundary, frames, session
 from torchlens.capture.containers import flatten
 from torchlens.capture.record import RawOp
 from torchlens.capture.session import capture_forward
@@ -72,6 +72,38 @@ def test_fast_paths_record_what_the_general_paths_record(case: Case, options: di
         general_paths(patched)
         general = capture(case, **options)
     assert_same(fast, general)
+
+
+class _Forgetful(dict):
+    """A memo that never answers (every lookup is a first meeting)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return default
+
+
+@pytest.mark.parametrize("case", ALL_PARAMS)
+def test_process_wide_memos_give_what_a_first_meeting_gives(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chains' places and the callables' classification are kept across captures; a
+    capture that meets them all for the first time records the same."""
+    capture(case)  # fills the memos
+    warm = capture(case)
+    with monkeypatch.context() as patched:
+        patched.setattr(frames, "_PLACES", _Forgetful())
+        patched.setattr(session, "_FUNC_INFO", _Forgetful())
+        patched.setattr(session, "FUNCS_KEPT", 0)  # the classification starts again at each callable
+        cold = capture(case)
+    assert_same(warm, cold)
+
+
+def test_the_memos_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = next(p.values[0] for p in ALL_PARAMS if p.id == "recursion-depth-3")
+    monkeypatch.setattr(frames, "PLACES_KEPT", 2)
+    monkeypatch.setattr(frames, "_PLACES", {})
+    monkeypatch.setattr(session, "FUNCS_KEPT", 2)
+    monkeypatch.setattr(session, "_FUNC_INFO", {})
+    capture(case)
+    assert len(frames._PLACES) <= 2 and len(session._FUNC_INFO) <= 2
+    assert_same(capture(case), capture(case))
 
 
 def test_the_switch_turns_the_fast_paths_off(monkeypatch: pytest.MonkeyPatch) -> None:
