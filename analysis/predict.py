@@ -14,10 +14,12 @@ take their default otherwise.
 
 from __future__ import annotations
 
+import gc
 import inspect
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .errors import PredictionError, SourceUnavailableError
 from .host import Host
@@ -160,6 +162,34 @@ def mark_inputs(run: Interpreter, values: list[Value],
 
 def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True,
          inputs: tuple[str, ...] = (), module_types: Optional[dict[str, str]] = None) -> Prediction:
+    with _no_automatic_collection():
+        return _predict(run, target, start, boundary, inputs, module_types)
+
+
+@contextmanager
+def _no_automatic_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a prediction runs, and resumed after it
+    (also on a raise or Ctrl-C) if it was running before.
+
+    A prediction makes hundreds of thousands of objects, many of which live until it ends
+    (syntax trees, per-code readings, fakes and what torch's fake-tensor mode caches), in a
+    process whose heap already holds torch and the model: the collector would scan that whole
+    heap several times (a cold prediction of resnet50 took 0.42 s with it, 0.23 s without;
+    swin_t 0.99 -> 0.85 s). Paused, the garbage with cycles it leaves is collected by the
+    next collection after it (peak memory unchanged on swin_v2_b). The pause is process-wide: another thread allocating meanwhile is
+    not collected automatically either until the prediction ends (``gc.collect()`` still
+    works)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _predict(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool,
+             inputs: tuple[str, ...], module_types: Optional[dict[str, str]]) -> Prediction:
     if boundary:
         run.stack.append(Boundary("self"))
     stopped = ""

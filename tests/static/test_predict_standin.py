@@ -145,3 +145,54 @@ def test_unknown_trip_count_is_symbolic():
     pred = predict_function(m.for_loop, o, Value(rec), host=StandinHost())  # n not given
     assert pred["tanh_1"].num_passes is None and str(pred["tanh_1"].count) == "range(n)"
     assert "no static length" in pred["tanh_1"].passes_note
+
+
+
+class _Interrupted(StandinHost):
+    """A host whose first op is interrupted (as by Ctrl-C)."""
+
+    def op_result(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+
+class _Counting(StandinHost):
+    """A host noting, at each op, how many collections the collector had started by then."""
+
+    def __init__(self, started: list[str]) -> None:
+        self.started, self.seen = started, []
+
+    def op_result(self, *args, **kwargs):
+        self.seen.append(len(self.started))
+        return super().op_result(*args, **kwargs)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_no_automatic_collection_runs_during_a_prediction_and_the_collector_is_left_as_it_was(enabled):
+    """The cyclic collector is paused while a prediction runs (it would scan the whole heap,
+    torch and the model included, several times) and left as it was after it, also when the
+    prediction is interrupted."""
+    import gc
+
+    started: list[str] = []
+
+    def count(phase, info):
+        if phase == "start":
+            started.append(phase)
+
+    rec = StandinRecorder()
+    o = m.ops(rec, "tanh")
+    host = _Counting(started)
+    was = gc.isenabled()
+    gc.callbacks.append(count)
+    try:
+        gc.enable() if enabled else gc.disable()
+        pred = predict_function(m.for_loop, o, Value(rec), 2000, host=host)
+        assert gc.isenabled() is enabled
+        with pytest.raises(KeyboardInterrupt):
+            predict_function(m.for_loop, o, Value(rec), 3, host=_Interrupted())
+        assert gc.isenabled() is enabled
+    finally:
+        gc.callbacks.remove(count)
+        gc.enable() if was else gc.disable()
+    assert len(host.seen) == 4000 and host.seen[0] == host.seen[-1]
+    assert [layer.func_name for layer in pred] == ["tanh", "mul"]
