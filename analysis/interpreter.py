@@ -1881,7 +1881,7 @@ class Interpreter:
         frame = self.frame
         if frame is None or not isinstance(frame.node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             return None
-        offsets = [ins.offset for ins in dis.get_instructions(frame.code) if ins.opname == opname]
+        offsets = [ins.offset for ins in _instructions(frame.code) if ins.opname == opname]
         return instruction_place(frame.code, offsets[k]) if 0 <= k < len(offsets) else None
 
     def iter_at(self, value: Value, *nodes: ast.AST) -> Optional[Iterator[Value]]:
@@ -3051,7 +3051,7 @@ def _enclosing_instruction(code: types.CodeType, node: ast.AST, opnames: frozens
     span = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
     best: Optional[tuple[tuple, int]] = None
     on_line: Optional[int] = None
-    for ins in dis.get_instructions(code):
+    for ins in _instructions(code):
         if ins.opname not in opnames:
             continue
         where = getattr(ins, "positions", None)
@@ -3066,6 +3066,18 @@ def _enclosing_instruction(code: types.CodeType, node: ast.AST, opnames: frozens
             if best is None or size < best[0]:
                 best = (size, ins.offset)
     return on_line if best is None else best[1]
+
+
+def _instructions(code: types.CodeType) -> tuple[dis.Instruction, ...]:
+    """``code``'s instructions, read once per code: a code object is immutable, and equal codes
+    with equal line tables have equal instructions and positions (equality compares their
+    bytecode, constants and names, and from 3.11 their position tables; 3.10 does not)."""
+    return _read_instructions(code, code.co_linetable)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_instructions(code: types.CodeType, linetable: bytes) -> tuple[dis.Instruction, ...]:
+    return tuple(dis.get_instructions(code))
 
 
 def _line_of(code: types.CodeType, offset: int) -> Optional[int]:

@@ -52,3 +52,16 @@ def test_extended_args_and_far_jumps_agree() -> None:
         found = instructions(each)
         assert found == _by_bytecode(each)
         assert each.co_name != "big" or any(i.start < i.offset for i in found)
+
+
+def test_the_interpreter_s_instructions_are_read_again_for_another_line_table() -> None:
+    """The interpreter reads each code's instructions once: two codes that differ only in
+    their line table (the same function with a blank line more) compare equal on 3.10, yet
+    their instructions' lines differ; each must get its own."""
+    import dis
+    from types import CodeType
+
+    codes = [next(c for c in compile(src, "m.py", "exec").co_consts if isinstance(c, CodeType))
+             for src in ("def f(x):\n    return x + 1\n", "def f(x):\n\n    return x + 1\n")]
+    for code in codes:
+        assert interpreter_module._instructions(code) == tuple(dis.get_instructions(code))
