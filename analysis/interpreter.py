@@ -343,6 +343,10 @@ class Interpreter:
         self.sources: dict[int, tuple[CodeType, str, SourceFile, ast.AST]] = {}
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
+        #: (id(class), name) -> (it, kept alive so the id stays its own; the special method it
+        #: defines in Python or ``None``, see :func:`_python_method`): looked up once per run
+        #: (the run writes into no live class).
+        self.specials: dict[tuple[int, str], tuple[type, Optional[types.FunctionType]]] = {}
         #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
         self.union_items: dict[int, tuple[Union, Value]] = {}
         #: Builtins the run models itself, by the live builtin.
@@ -500,7 +504,7 @@ class Interpreter:
         ran = False
         result: Value = NONE
         for subject in subjects:
-            name = _python_special(subject, names)
+            name = _python_special(subject, names, self.specials)
             if name is None:
                 continue
             ran = True
@@ -1298,7 +1302,7 @@ class Interpreter:
             if getter is not None:  # a model's own descriptor (torch's own are read for real)
                 self.at_node(node, ATTR_LOAD)
                 return self.call(self.wrap(getter), [Known(static), Known(obj), Known(type(obj))], {})
-        if _python_method(Known(obj), "__getattr__") is not None:
+        if _python_method(Known(obj), "__getattr__", self.specials) is not None:
             try:
                 inspect.getattr_static(obj, name)
             except AttributeError:  # found by the class's Python __getattr__: run it
@@ -1481,7 +1485,7 @@ class Interpreter:
             names, opnames = ("__str__", "__repr__"), CONVERT_OPS
         else:
             names, opnames = ("__format__", "__str__", "__repr__"), FORMAT_OPS
-        name = _python_special(value, names)
+        name = _python_special(value, names, self.specials)
         if name is None:
             return False
         self.at_enclosing(part.value, opnames)
@@ -1493,7 +1497,7 @@ class Interpreter:
         """``type(value).name(value, *args)`` where that class defines it in Python (see
         :func:`_python_class`), run as CPython runs it from ``node``'s instruction among
         ``opnames``; ``None`` when it does not."""
-        method = _python_method(value, name)
+        method = _python_method(value, name, self.specials)
         if method is None:
             return None
         self.at_node(node, opnames)
@@ -1502,7 +1506,7 @@ class Interpreter:
     def truth_of(self, value: Value, node: Optional[ast.AST]) -> Optional[bool]:
         """``bool(value)`` when decidable, running the ``__bool__`` (else ``__len__``) that the
         class of an object the program built defines in Python."""
-        name = _python_special(value, ("__bool__", "__len__"))
+        name = _python_special(value, ("__bool__", "__len__"), self.specials)
         if name is None:
             return truth(value)
         self.at_enclosing(node, BOOL_OPS)
@@ -1540,7 +1544,8 @@ class Interpreter:
                 and issubclass(classes[1], classes[0]) \
                 and class_attr(classes[1], reflected) is not class_attr(classes[0], reflected):
             tries.reverse()
-        methods = [(_python_method(receiver, name), receiver, other) for _, name, receiver, other in tries]
+        methods = [(_python_method(receiver, name, self.specials), receiver, other)
+                   for _, name, receiver, other in tries]
         result: Optional[Value] = None
         for method, receiver, other in methods:
             if method is None:
@@ -3084,25 +3089,31 @@ def _line_of(code: types.CodeType, offset: int) -> Optional[int]:
     return next((line for start, end, line in code.co_lines() if start <= offset < end), None)
 
 
-def _python_method(value: Value, name: str) -> Optional[types.FunctionType]:
+def _python_method(value: Value, name: str, specials: Optional[dict] = None) -> Optional[types.FunctionType]:
     """The special method ``name`` of ``value``'s class (see :func:`_python_class`) when it is
-    Python code of the program's (not torch's: a subclass of a torch class inherits them)."""
+    Python code of the program's (not torch's: a subclass of a torch class inherits them);
+    ``specials``: a run's answers by class and name (:attr:`Interpreter.specials`)."""
     cls = _python_class(value)
     if cls is None:
         return None
+    key = (id(cls), name)
+    if specials is not None and key in specials:
+        return specials[key][1]
     method = class_attr(cls, name)
     if not isinstance(method, types.FunctionType) or (method.__module__ or "").partition(".")[0] == "torch":
-        return None
+        method = None
+    if specials is not None:
+        specials[key] = (cls, method)
     return method
 
 
-def _python_special(value: Value, names: tuple[str, ...]) -> Optional[str]:
+def _python_special(value: Value, names: tuple[str, ...], specials: Optional[dict] = None) -> Optional[str]:
     """The first of ``names`` whose special method ``value``'s class defines in Python (see
     :func:`_python_method`): the one CPython calls where it tries them in this order."""
     if _python_class(value) is None:
         return None
     for name in names:
-        if _python_method(value, name) is not None:
+        if _python_method(value, name, specials) is not None:
             return name
     return None
 

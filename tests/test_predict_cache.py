@@ -421,6 +421,34 @@ def test_a_number_standing_for_fake_metadata_is_never_given_to_other_metadata(mo
     assert [tanh(short), tanh(long), tanh(short), tanh(long)] == [(2,), (3,), (2,), (3,)]
 
 
+class Flag:
+    """A plain object: true, until its class is given a ``__bool__`` (that runs ops)."""
+
+
+def _by_an_op(self) -> bool:
+    return bool(torch.zeros(1).sum() > 0)
+
+
+class ByAFlag(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flag = Flag()
+
+    def forward(self, x):
+        if self.flag:
+            x = torch.tanh(x)
+        return x
+
+
+def test_a_special_method_given_to_a_class_between_predictions_is_run(monkeypatch) -> None:
+    """Which special methods a class defines in Python is looked up once per prediction: a
+    ``__bool__`` given to the class since the last one runs its ops where the test is."""
+    model, x = ByAFlag(), torch.randn(2)
+    assert _ops(tl.predict(model, x)) == ["tanh"]
+    monkeypatch.setattr(Flag, "__bool__", _by_an_op, raising=False)
+    assert _ops(tl.predict(model, x))[:3] == ["zeros", "sum", "gt"]
+
+
 class ByAConstant(nn.Module):
     """A branch decided by the value of a tensor made from a Python float (the fake mode
     carries the value of a one-element tensor made from data)."""
