@@ -368,7 +368,10 @@ class Interpreter:
     @property
     def frame(self) -> Optional[Frame]:
         """The innermost interpreted frame of the current scope, if any."""
-        for entry in reversed(self.stack):
+        stack = self.stack
+        if stack and isinstance(stack[-1], Frame):  # most often: the innermost entry
+            return stack[-1]
+        for entry in reversed(stack):
             if isinstance(entry, Frame):
                 return entry
             if isinstance(entry, Boundary):
