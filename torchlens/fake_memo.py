@@ -35,8 +35,9 @@ hold, else the op runs on the fake mode as before:
 Fakes change only when an op runs on them. So the memo keeps an **epoch** that moves whenever
 a run may have changed one (a keyed op that changed an argument; any op run without a key,
 so unchecked), and what was read of a fake stays true while the epoch stays: a kept output
-is read again only when the epoch moved since it was last read, and a prediction reads each
-fake's metadata once per epoch (``known``).
+is read again only when the epoch moved since it was last read, and each fake's metadata is
+read once per epoch (:meth:`OpMemo.known`, kept from one prediction to the next while the
+epoch stays).
 
 Bounded: at most :data:`KEYS` keys (least recently used forgotten first), :data:`PER_KEY`
 calls per key. One memo per fake mode (the kept fakes of a thread: when they are dropped,
@@ -59,6 +60,8 @@ __all__ = ["OpMemo", "RAISED", "MISS", "KEYS", "PER_KEY", "tensor_key"]
 KEYS, PER_KEY = 4096, 256
 #: Distinct fake metadata numbered at most before the numbering starts afresh (:meth:`OpMemo.token`).
 TOKENS = 1 << 16
+#: Fakes whose metadata is kept read at most (:meth:`OpMemo.known`).
+KNOWN = 1 << 14
 #: The op raised on fakes (data-dependent, unsupported, or wrong arguments).
 RAISED = object()
 #: Nothing kept for this call: run the op.
@@ -190,9 +193,19 @@ class OpMemo:
         #: argument, or was not keyed, so not checked): what was read of a fake before holds
         #: while it stays.
         self.epoch = 0
+        self._known: dict[int, tuple[Any, int]] = {}
+        self._known_epoch = 0
         #: A number for each distinct :func:`tensor_key` (see :meth:`token`).
         self._tokens: dict[tuple, int] = {}
         self._numbers = itertools.count()
+
+    def known(self) -> dict[int, tuple[Any, int]]:
+        """``id(fake)`` -> (it, its :func:`tensor_key`'s number), read at the current epoch:
+        what :meth:`key` and :meth:`get` fill and read (emptied when the epoch moves, or past
+        :data:`KNOWN` fakes)."""
+        if self._known_epoch != self.epoch or len(self._known) > KNOWN:
+            self._known, self._known_epoch = {}, self.epoch
+        return self._known
 
     def token(self, metadata: tuple) -> int:
         """The number standing for a fake's :func:`tensor_key` in keys (a short flat key hashes

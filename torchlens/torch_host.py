@@ -466,9 +466,6 @@ class FakeShapes:
         #: id(the memo's calls of a key) -> (them, the last call's number in this prediction):
         #: the k-th call with a key gets what the k-th gave.
         self._calls: dict[int, tuple[list, int]] = {}
-        #: Metadata of fakes read at the memo's epoch ``_epoch`` (see :meth:`OpMemo.key`).
-        self._known: dict[int, tuple[Any, int]] = {}
-        self._epoch = -1
 
     def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
         try:
@@ -480,10 +477,8 @@ class FakeShapes:
         memo = self._memo
         if memo is None:
             return self._run(mode, fn, plain, plain_kw)
-        if memo.epoch != self._epoch:
-            self._known.clear()
-            self._epoch = memo.epoch
-        key, inputs = memo.key(fn, plain, plain_kw, self._known)
+        known = memo.known()
+        key, inputs = memo.key(fn, plain, plain_kw, known)
         if key is None:
             memo.changed()
             return self._run(mode, fn, plain, plain_kw)
@@ -493,7 +488,7 @@ class FakeShapes:
         if k == 0:
             memo.used(key)
         self._calls[id(calls)] = (calls, k)
-        result = memo.get(calls, k, inputs, self._known)
+        result = memo.get(calls, k, inputs, known)
         if result is MISS:
             before = memo.before(inputs)
             result = self._run(mode, fn, plain, plain_kw)
