@@ -304,6 +304,39 @@ class OpMemo:
         outcome = calls[k]
         return MISS if outcome is None else outcome.again(inputs, self.epoch, known)
 
+    def like(self, calls: list[Optional[_Outcome]], k: int, inputs: list) -> Any:
+        """A result for the ``k``-th call of ``calls`` made from what the call before it gave,
+        without dispatching the op (:data:`MISS` where that is not exact).
+
+        Calls with one key give results of the same metadata, so the ``k``-th call's fresh
+        tensors can be clones of the ``k-1``-th's: one cached dispatch instead of the op's
+        whole decomposition (``linear`` is about a dozen), which is most of a cold
+        prediction of a model repeating a block (swin_s: 18 blocks of one shape). Only where
+        the clone has every bit of metadata the op's own output has: each tensor it made is
+        not a view and shares no argument's storage, still has the metadata it was made with
+        (:func:`_stamp`), its version is 0 and it has no constant, and its clone's
+        :func:`tensor_key` is its own (``requires_grad``, leaf, strides: else the op runs).
+        An argument returned is this call's argument; a value (or a raise) is the same. The
+        clone's ``grad_fn`` is a ``CloneBackward0`` (fakes are never run backward)."""
+        if not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None:
+            return MISS
+        if not outcome.parts:
+            return outcome.value
+        out = []
+        for part in outcome.parts:
+            if type(part) is int:
+                out.append(inputs[part])
+                continue
+            tensor = part.tensor
+            if part.alias is not None or tensor._version or part.constant is not None or _stamp(tensor) != part.stamp:
+                return MISS
+            with self.mode:
+                fresh = torch.ops.aten.clone.default(tensor)
+            if tensor_key(fresh) != part.stamp[0] or fresh._version:
+                return MISS
+            out.append(fresh)
+        return out[0] if outcome.kind is None else outcome.kind(out)
+
     @staticmethod
     def before(inputs: list) -> list:
         """What the op could change in its tensor arguments, read before it runs."""

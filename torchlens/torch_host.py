@@ -491,7 +491,9 @@ class FakeShapes:
         result = memo.get(calls, k, inputs, known)
         if result is MISS:
             before = memo.before(inputs)
-            result = self._run(mode, fn, plain, plain_kw)
+            result = memo.like(calls, k, inputs)
+            if result is MISS:
+                result = self._run(mode, fn, plain, plain_kw)
             memo.put(calls, k, result, inputs, before)
         return result
 
