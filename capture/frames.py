@@ -93,13 +93,19 @@ class ChainInterner:
 
     def site(self, raw: tuple, frame: FrameType, roles: dict[int, int]) -> tuple[int]:
         """``(intern(frames),)`` for the chain :func:`read_raw` read from ``frame`` as ``raw``
-        (not empty): one lookup when met before, one tuple per chain."""
+        (not empty): one lookup when met before in this capture or normalised before in this
+        process (:data:`_PLACES`), one tuple per chain."""
         site = self.sites.get(raw)
         if site is None:
-            site = (self.intern(read_stack(frame, roles)[0]),)
             ids = raw[::2]
-            if len(set(ids)) == len(ids):  # no code repeats: the raw key alone decides the chain
-                self.sites[raw] = site
+            if len(set(ids)) < len(ids):  # a code repeats: its closures decide the chain
+                return (self.intern(read_stack(frame, roles)[0]),)
+            chain = self._raw.get(raw)
+            if chain is None:
+                entry = _PLACES.get(raw)
+                chain = self._number(entry) if entry is not None else self.intern(read_stack(frame, roles)[0])
+                self._raw[raw] = chain
+            site = self.sites[raw] = (chain,)
         return site
 
     def intern(self, frames: list) -> int:
@@ -107,7 +113,9 @@ class ChainInterner:
         raw: tuple = tuple(_chained.from_iterable([(id(f.f_code), f.f_lasti) for f in frames]))
         n = len(frames)
         if n > 1 and len(set(raw[::2])) < n:  # a code repeats: recursion or a shared wrapper
-            closures = tuple(closure_identity(f.f_code, f.f_locals.get) for f in frames)
+            # (a frame's locals are read only where its code has free variables)
+            closures = tuple(closure_identity(f.f_code, f.f_locals.get) if f.f_code.co_freevars else None
+                             for f in frames)
             raw = (*raw, closures)
         chain = self._raw.get(raw)
         if chain is None:
@@ -124,6 +132,10 @@ class ChainInterner:
             if len(_PLACES) >= PLACES_KEPT:
                 _PLACES.clear()
             entry = _PLACES[raw] = (tuple(codes), tuple(instruction_place(codes[i], lastis[i]) for i in kept))
+        return self._number(entry)
+
+    def _number(self, entry: tuple[tuple[CodeType, ...], tuple[Place, ...]]) -> int:
+        """The chain id of an entry of :data:`_PLACES` (its code objects held from now on)."""
         self._codes.append(entry[0])
         places = entry[1]
         chain = self._ids.get(places)

@@ -42,7 +42,8 @@ from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
 from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
-from .replay import PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call, tensor_args
+from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
+                     tensor_args)
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -138,6 +139,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Whether :meth:`_arguments` may know a tensor argument by its id alone (every output
         #: held) on its shortcut (:attr:`fast`).
         self.by_id = self.fast and self.keep_all
+        #: Whether a plain op returning one tensor may take :meth:`_record_plain` (no gradients
+        #: watched either).
+        self.lean = self.by_id and not gradients
         #: Storage -> saved outputs in it; built at the first in-place write (:meth:`preserve`).
         self.by_storage: Optional[dict[int, list[int]]] = None
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
@@ -208,7 +212,10 @@ class Capture(LeavesStack, TorchFunctionMode):
             except Exception as error:
                 self._annotate(error, name, sys._getframe(1))
                 raise
-            self._record(func, name, args, kwargs, out, sys._getframe(1))
+            if type(out) is _Tensor and self.lean and not kwargs and not self.storage_writer:
+                self._record_plain(func, name, args, out, sys._getframe(1))
+            else:
+                self._record(func, name, args, kwargs, out, sys._getframe(1))
             return out
         info = _FUNC_INFO.get(func) or _classified(func)
         if self.suspended or info.kind is funcs.QUERY:
@@ -303,6 +310,55 @@ class Capture(LeavesStack, TorchFunctionMode):
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, None, None, parents, params,
                               None, replay))
+
+    def _record_plain(self, func: Callable, name: str, args: tuple, out: _Tensor, frame: FrameType) -> None:
+        """:meth:`_record` of a plain op that returned one tensor, took no keyword arguments and
+        read no storage written in place, in a capture that keeps every output and watches no
+        gradient (:attr:`lean`): the common case, in one call. Its arguments are read as the
+        shortcut of :meth:`_arguments` reads them; a frame called straight from ``forward`` is
+        its call site as :meth:`_site` gives it (any other frame goes through :meth:`_site`)."""
+        kept: list[Any] = []
+        sources: list[Source] = []
+        parents: list[int] = []
+        params: list[str] = []
+        get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
+        for value in args:
+            key = id(value)
+            index = get(key)
+            if index is not None:
+                sources.append(index)
+                parents.append(index)
+                kept.append(PRODUCED)
+                continue
+            param = param_names.get(key)
+            if param is not None:
+                params.append(param)
+                sources.append(-1)
+                kept.append(value)
+                foreign[key] = value
+            elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
+                kept.append(self._read_value(value, sources, parents, params))
+            else:
+                kept.append(value)
+        stack = self.stack
+        back = frame.f_back
+        code = frame.f_code
+        if stack and back is not None and back.f_code is _CALL_IMPL and id(code) not in self.roles:
+            call = stack[-1]
+            scope = self.raw.calls[call][0]
+            site: Optional[tuple[Segment, ...]] = self.interner.sites.get((id(code), frame.f_lasti))
+            if site is None:
+                site = self.interner.frame_site(frame)
+        else:
+            scope, call, site = self._site(frame)
+        ops = self.ops
+        index = len(ops)
+        ops.append(RawOp(OP, name, scope, call, 0, site, "" if site is not None else _args_text(args, {}), out,
+                         None, None, parents, tuple(params), None,
+                         pending_call(func, tuple(kept), {}, sources, self.modes.index, self.settlement)))
+        self.producer[id(out)] = index
+        if self.by_storage is not None:
+            self.by_storage.setdefault(storage_key(out), []).append(index)
 
     def add_op(self, op: RawOp) -> int:
         """Append a recorded op, dropping its output unless it is selected; return its index."""

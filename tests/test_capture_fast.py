@@ -107,15 +107,18 @@ def test_the_memos_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_switch_turns_the_fast_paths_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
-    original = session.Capture._read_value
+    calls, plain = [], []
+    original, original_plain = session.Capture._read_value, session.Capture._record_plain
     monkeypatch.setattr(session.Capture, "_read_value", lambda self, *args: calls.append(1) or original(self, *args))
+    monkeypatch.setattr(session.Capture, "_record_plain",
+                        lambda self, *args: plain.append(1) or original_plain(self, *args))
     case = next(p.values[0] for p in ALL_PARAMS if p.id == "loop-tanh-mul")
     capture(case)
-    assert not calls
+    assert not calls and plain
+    plain.clear()
     general_paths(monkeypatch)
     capture(case)
-    assert calls
+    assert calls and not plain
 
 
 def test_the_comparison_sees_a_difference(monkeypatch: pytest.MonkeyPatch) -> None:
