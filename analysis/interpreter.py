@@ -347,6 +347,8 @@ class Interpreter:
         #: defines in Python or ``None``, see :func:`_python_method`): looked up once per run
         #: (the run writes into no live class).
         self.specials: dict[tuple[int, str], tuple[type, Optional[types.FunctionType]]] = {}
+        #: (id(class), name) -> (it, :func:`class_attr` of it), looked up once per run (as above).
+        self.class_attrs: dict[tuple[int, str], tuple[type, Any]] = {}
         #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
         self.union_items: dict[int, tuple[Union, Value]] = {}
         #: Builtins the run models itself, by the live builtin.
@@ -1297,7 +1299,11 @@ class Interpreter:
         if isinstance(obj, SuperRef):
             return self.super_attribute(obj, name)
         if not isinstance(obj, type):
-            static = class_attr(type(obj), name)
+            cls = type(obj)
+            entry = self.class_attrs.get((id(cls), name))
+            if entry is None:
+                entry = self.class_attrs[(id(cls), name)] = (cls, class_attr(cls, name))
+            static = entry[1]
             if isinstance(static, property) and inspect.isfunction(static.fget):
                 self.at_node(node, ATTR_LOAD)
                 return self.call(Known(static.fget), [Known(obj)], {})

@@ -449,6 +449,29 @@ def test_a_special_method_given_to_a_class_between_predictions_is_run(monkeypatc
     assert _ops(tl.predict(model, x))[:3] == ["zeros", "sum", "gt"]
 
 
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flag = Flag()
+
+    def forward(self, x):
+        return x * self.flag.scale
+
+
+def _ones(self):
+    return torch.ones(1)
+
+
+def test_a_property_given_to_a_class_between_predictions_is_run(monkeypatch) -> None:
+    """A live object's class attributes are looked up once per prediction: a property given
+    to the class since the last one runs its ops."""
+    model, x = Scaled(), torch.randn(2)
+    monkeypatch.setattr(Flag, "scale", 2.0, raising=False)
+    assert _ops(tl.predict(model, x)) == ["mul"]
+    monkeypatch.setattr(Flag, "scale", property(_ones))
+    assert _ops(tl.predict(model, x)) == ["ones", "mul"]
+
+
 class ByAConstant(nn.Module):
     """A branch decided by the value of a tensor made from a Python float (the fake mode
     carries the value of a one-element tensor made from data)."""
