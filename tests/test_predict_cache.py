@@ -555,19 +555,22 @@ def test_views_made_together_are_not_given_again():
     assert not run_shard(Shard(9, 20, 1388570106), shrink_seconds=0).found
 
 
-def test_an_equal_call_in_one_prediction_is_a_clone_with_the_op_s_own_metadata(monkeypatch) -> None:
+def test_an_equal_call_in_one_prediction_is_made_like_the_earlier_one_with_the_op_s_own_metadata(monkeypatch) -> None:
     """Within one prediction (the memo holding nothing for the call yet: a cold one), a call
-    equal to an earlier one gets clones of what that one made, not a dispatch of the op,
-    exactly where the clones have every bit of metadata the op gives run afresh on the fake
-    mode: not for views, outputs written in place since, or leaves that require grad."""
+    equal to an earlier one gets tensors made like what that one made (clones, views of its
+    argument as_strided), not a dispatch of the op, exactly where they have every bit of
+    metadata the op gives run afresh on the fake mode: not for views made together, a view
+    of another dtype, outputs written in place since, or leaves that require grad."""
     from torchlens.analysis.values import Known, Tensor
     from torchlens.torch_host import FakeShapes
 
     def everything(t):
         if not isinstance(t, torch.Tensor):
             return t
+        base = t._base
         return (type(t), t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.requires_grad, t.is_leaf,
-                t._is_view(), t.constant is None, t._version, t.grad_fn is None, t.is_inference())
+                t._is_view(), t.constant is None, t._version, t.grad_fn is None, t.is_inference(),
+                None if base is None else (base.shape, base.requires_grad, base.is_leaf))
 
     dispatched: list = []
     run = FakeShapes._run
@@ -577,23 +580,25 @@ def test_an_equal_call_in_one_prediction_is_a_clone_with_the_op_s_own_metadata(m
             torch.randn(5, 7))
     shapes = FakeShapes()
     x, w, b, y, rows = (shapes.fake(t) for t in live)
-    cases = [(torch._C._nn.linear, (rows, w, b), True), (torch.matmul, (x, y), True), (torch.tanh, (x,), True),
-             (torch.max, (x, 1), True), (torch.Tensor.size, (x,), True), (torch.Tensor.view, (x, 15, 7), False),
-             (torch.Tensor.transpose, (x, 0, 1), False), (torch.sigmoid, (w,), True),
-             (torch.ones, (3, 7), True), (torch.exp, (x,), False)]
-    for fn, args, cloned in cases:
+    cases = [(torch._C._nn.linear, (rows, w, b), True), (torch._C._nn.linear, (x, w, b), True),
+             (torch.matmul, (x, y), True), (torch.tanh, (x,), True), (torch.max, (x, 1), True),
+             (torch.Tensor.size, (x,), True), (torch.Tensor.view, (x, 15, 7), True),
+             (torch.Tensor.transpose, (x, 0, 1), True), (torch.Tensor.__getitem__, (x, (slice(None), 1)), True),
+             (torch.Tensor.transpose, (w, 0, 1), True),
+             (torch.sigmoid, (w,), True), (torch.Tensor.view, (x, torch.int32), False),
+             (torch.Tensor.split, (x, 2), False), (torch.ones, (3, 7), False), (torch.exp, (x,), False),
+             (torch.Tensor.unsqueeze, (x, 0), True)]
+    for fn, args, made in cases:
         values = [Tensor(meta=a) if isinstance(a, torch.Tensor) else Known(a) for a in args]
-        kwargs = {"requires_grad": Known(True)} if fn is torch.ones else {}
-        if fn is torch.ones:
-            cloned = False  # a leaf that requires grad: its clone is not a leaf
+        kwargs = {"requires_grad": Known(True)} if fn is torch.ones else {}  # a leaf that requires grad
         first = shapes.run(fn, values, kwargs)
         if fn is torch.exp:
             first.add_(1)  # written since: its version is not a fresh output's
         dispatched.clear()
         second = shapes.run(fn, values, kwargs)
         own = run(shapes._fake_mode(), fn, list(args), {k: v.obj for k, v in kwargs.items()})
-        assert (dispatched == []) is cloned, fn
-        if isinstance(own, tuple) and not isinstance(own, torch.Size):
+        assert (dispatched == []) is made, fn
+        if isinstance(own, (tuple, list)) and not isinstance(own, torch.Size):
             assert type(second) is type(own) and [everything(t) for t in second] == [everything(t) for t in own], fn
             assert all(s is not f for s, f in zip(second, first)), fn
         else:

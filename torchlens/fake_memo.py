@@ -128,6 +128,11 @@ def _stamp(t: Any) -> tuple:
     return (tensor_key(t), t.untyped_storage()._cdata, id(constant), None if constant is None else constant._version)
 
 
+def _as_strided(source: Any, made: tuple) -> Any:
+    """A view of ``source`` with the shape, strides and storage offset of :func:`tensor_key` ``made``."""
+    return torch.ops.aten.as_strided.default(source, made[0], made[1], made[2])
+
+
 def _changes(t: Any) -> tuple:
     """What an op that writes into or changes ``t`` changes."""
     return tensor_key(t), t.untyped_storage()._cdata, None if t.is_inference() else t._version
@@ -139,18 +144,25 @@ class _Made:
     the argument it shares storage with) while it shares storage with that argument.
     ``version``: of a view made together with others (unbind, split, chunk), given again only
     while its version is the same, nothing written into it, its base or another view of its base
-    since it was made (torch refuses to read such a view after that; a fresh one it reads)."""
+    since it was made (torch refuses to read such a view after that; a fresh one it reads).
+    ``base``: of a view of a tensor the op made (not an argument: ``linear`` of a 3-d input
+    views its ``addmm``), that tensor and its :func:`_stamp`; such a view is never given again,
+    only made again like it (:meth:`OpMemo.like`)."""
 
-    __slots__ = ("tensor", "stamp", "token", "alias", "constant", "epoch", "version")
+    __slots__ = ("tensor", "stamp", "token", "alias", "constant", "epoch", "version", "base")
 
-    def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool, token: int) -> None:
+    def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool, token: int,
+                 base: Any = None) -> None:
         self.token = token  # its tensor_key's number (OpMemo.token)
         self.tensor, self.stamp, self.alias, self.epoch = tensor, _stamp(tensor), alias, epoch
         self.version = tensor._version if together and not tensor.is_inference() else None
         self.constant = tensor.constant  # kept alive: its id is in the stamp
+        self.base = None if base is None else (base, _stamp(base))
 
     def again(self, inputs: list, epoch: int, known: dict) -> Any:
         tensor = self.tensor
+        if self.base is not None:
+            return MISS
         if self.epoch != epoch:
             if self.version is not None and tensor._version != self.version or _stamp(tensor) != self.stamp:
                 return MISS
@@ -305,19 +317,23 @@ class OpMemo:
         return MISS if outcome is None else outcome.again(inputs, self.epoch, known)
 
     def like(self, calls: list[Optional[_Outcome]], k: int, inputs: list) -> Any:
-        """A result for the ``k``-th call of ``calls`` made from what the call before it gave,
+        """A result for the ``k``-th call of ``calls`` made like what the call before it gave,
         without dispatching the op (:data:`MISS` where that is not exact).
 
         Calls with one key give results of the same metadata, so the ``k``-th call's fresh
-        tensors can be clones of the ``k-1``-th's: one cached dispatch instead of the op's
-        whole decomposition (``linear`` is about a dozen), which is most of a cold
-        prediction of a model repeating a block (swin_s: 18 blocks of one shape). Only where
-        the clone has every bit of metadata the op's own output has: each tensor it made is
-        not a view and shares no argument's storage, still has the metadata it was made with
-        (:func:`_stamp`), its version is 0 and it has no constant, and its clone's
-        :func:`tensor_key` is its own (``requires_grad``, leaf, strides: else the op runs).
-        An argument returned is this call's argument; a value (or a raise) is the same. The
-        clone's ``grad_fn`` is a ``CloneBackward0`` (fakes are never run backward)."""
+        tensors can be made after the ``k-1``-th's: a view of an argument as that argument
+        ``as_strided`` to the view's geometry, a tensor not a view as a clone of the earlier
+        one, a view of a tensor the op made (``linear``) as a clone of that tensor
+        ``as_strided``: one or two dispatches instead of the op's whole decomposition
+        (``linear`` is about a dozen, a ``view`` goes through torch's Python), which is most
+        of a cold prediction of a model repeating a block (swin_s: 18 blocks of one shape).
+        Only where what is made has every bit of metadata the op's own output has: its
+        :func:`tensor_key` is the one the earlier output was made with (else the op runs;
+        ``requires_grad``, leaf, view, base, strides, conjugate bits), and what is cloned still
+        has the metadata it was made with, version 0 and no constant. Not for views made
+        together (``split``: torch treats writes into them apart). An argument returned is
+        this call's argument; a value (or a raise) is the same. What is made has another
+        ``grad_fn`` (``CloneBackward0``, ``AsStridedBackward0``: fakes are never run backward)."""
         if not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None:
             return MISS
         if not outcome.parts:
@@ -327,12 +343,23 @@ class OpMemo:
             if type(part) is int:
                 out.append(inputs[part])
                 continue
-            tensor = part.tensor
-            if part.alias is not None or tensor._version or part.constant is not None or _stamp(tensor) != part.stamp:
+            if part.version is not None or part.constant is not None:
                 return MISS
+            made = part.stamp[0]
             with self.mode:
-                fresh = torch.ops.aten.clone.default(tensor)
-            if tensor_key(fresh) != part.stamp[0] or fresh._version:
+                if part.alias is not None:
+                    fresh = _as_strided(inputs[part.alias], made)
+                elif part.base is not None:
+                    base, stamp = part.base
+                    if base._version or _stamp(base) != stamp:
+                        return MISS
+                    fresh = _as_strided(torch.ops.aten.clone.default(base), made)
+                else:
+                    tensor = part.tensor
+                    if tensor._version or _stamp(tensor) != part.stamp:
+                        return MISS
+                    fresh = torch.ops.aten.clone.default(tensor)
+            if tensor_key(fresh) != made:
                 return MISS
             out.append(fresh)
         return out[0] if outcome.kind is None else outcome.kind(out)
@@ -378,9 +405,12 @@ class OpMemo:
             return None
         storage = tensor.untyped_storage()._cdata
         alias = next((at for at, given in enumerate(inputs) if given.untyped_storage()._cdata == storage), None)
-        if alias is None and tensor._is_view():
-            return None  # a view of something that is not an argument
-        return _Made(tensor, alias, self.epoch, together, self.token(tensor_key(tensor)))
+        base = None
+        if alias is None and tensor._is_view():  # a view of something that is not an argument
+            base = tensor._base
+            if together or type(base) is not FakeTensor or base.fake_mode is not self.mode or base._is_view():
+                return None
+        return _Made(tensor, alias, self.epoch, together, self.token(tensor_key(tensor)), base)
 
     def __len__(self) -> int:
         return len(self._entries)
