@@ -14,6 +14,8 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from torchlens.analysis.caches import PerType
+
 #: How deep the walk goes below the object, and how many objects it visits at most.
 MAX_DEPTH = 6
 MAX_VISITS = 10_000
@@ -32,9 +34,25 @@ def tensors_inside(value: Any) -> list[tuple[str, torch.Tensor]]:
         seen.add(id(item))
         if isinstance(item, torch.Tensor):
             found.append((path, item))
-        elif depth < MAX_DEPTH:
+        elif depth < MAX_DEPTH and type(item) not in _ATOMS:
             todo.extend(reversed([(path + sub, child, depth + 1) for sub, child in _members(item)]))
     return found
+
+
+#: Values with no members (what :func:`_members` would find in them: nothing), by exact type.
+_ATOMS = frozenset({str, bytes, int, float, complex, bool, type(None), torch.dtype, torch.device})
+
+
+def _slot_names(tp: type) -> dict[str, None]:
+    """The ``__slots__`` names of ``tp`` and its bases, in MRO order."""
+    names: dict[str, None] = {}
+    for cls in tp.__mro__:
+        slots = getattr(cls, "__slots__", ())
+        names.update(dict.fromkeys((slots,) if isinstance(slots, str) else slots))
+    return names
+
+
+_slots: PerType[dict[str, None]] = PerType(_slot_names)
 
 
 def _skipped(item: Any) -> bool:
@@ -53,9 +71,7 @@ def _members(value: Any) -> Iterator[tuple[str, Any]]:
             return
         else:
             names = dict.fromkeys(getattr(value, "__dict__", {}))
-            for cls in type(value).__mro__:
-                slots = getattr(cls, "__slots__", ())
-                names.update(dict.fromkeys((slots,) if isinstance(slots, str) else slots))
+            names.update(_slots(type(value)))
             for name in names:
                 if isinstance(name, str) and not name.startswith("_") and hasattr(value, name):
                     yield f".{name}", getattr(value, name)

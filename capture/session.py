@@ -50,6 +50,7 @@ from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, 
 from .walk import walk
 
 _Tensor = torch.Tensor
+_getframe = sys._getframe
 _INSTALLED = Stage.INSTALLED
 _get_ident = threading.get_ident
 _CALL_IMPL = nn.Module._call_impl.__code__
@@ -199,24 +200,24 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
                            kwargs: Optional[dict] = None) -> Any:
-        if kwargs is None:
-            kwargs = {}
         if self.stage is not _INSTALLED:
-            self.leave_stack(sys._getframe(1))
-            return func(*args, **kwargs)
+            self.leave_stack(_getframe(1))
+            return func(*args, **(kwargs or {}))
         name = self.plain.get(func)
         if name is not None and not (self.suspended or self.bypass or self.pending_name is not None):
             # A plain op (not in place, no buffer statistics, not renamed): the common case.
             try:
-                out = func(*args, **kwargs)
+                out = func(*args, **kwargs) if kwargs else func(*args)
             except Exception as error:
-                self._annotate(error, name, sys._getframe(1))
+                self._annotate(error, name, _getframe(1))
                 raise
-            if type(out) is _Tensor and self.lean and not kwargs and not self.storage_writer:
-                self._record_plain(func, name, args, out, sys._getframe(1))
+            if not kwargs and type(out) is _Tensor and self.lean and not self.storage_writer:
+                self._record_plain(func, name, args, out, _getframe(1))
             else:
-                self._record(func, name, args, kwargs, out, sys._getframe(1))
+                self._record(func, name, args, kwargs or {}, out, _getframe(1))
             return out
+        if kwargs is None:
+            kwargs = {}
         info = _FUNC_INFO.get(func) or _classified(func)
         if self.suspended or info.kind is funcs.QUERY:
             return func(*args, **kwargs)
