@@ -13,7 +13,10 @@ under 1 s, warm under 50 ms) are met.
 ``--vision`` does the same for torchvision classification and segmentation models and timm
 models (random weights, one 224x224 image; run it where torchvision and timm import);
 ``--all`` takes every torchvision classification and segmentation model instead of a
-selection, and prints the slowest ones and whether any prediction ran past 10 s.
+selection (one fresh process each), and prints all of them, slowest first, and whether any
+prediction ran past 10 s; with ``--check`` each is also traced and checked (``ok``, coverage).
+Children run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` dropped), as a
+user's installed package runs: without it every process compiles torchlens afresh (~0.4 s).
 
 ``--zoo`` predicts and traces the issue-12 fidelity targets (tiny random Hugging Face models,
 torch's transformer, GRU and attention in every calling form) with example inputs, and prints
@@ -88,7 +91,8 @@ def child(name: str, repeat: int, trace: bool) -> None:
         start = time.perf_counter()
         traced = tl.trace(model, *inputs)
         out["trace"] = time.perf_counter() - start
-        out["coverage"] = traced.check_prediction(pred).coverage
+        report = traced.check_prediction(pred)
+        out["coverage"], out["ok"] = report.coverage, report.ok
     print(json.dumps(out))
 
 
@@ -97,7 +101,8 @@ def fresh(name: str, repeat: int, trace: bool) -> dict:
     argv = list(getattr(sys, "orig_argv", [sys.executable, __file__]))
     script = next(k for k, arg in enumerate(argv) if os.path.realpath(arg) == os.path.realpath(__file__))
     command = [*argv[:script + 1], "--child", name, "--repeat", str(repeat)] + (["--trace"] if trace else [])
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode:
         raise RuntimeError(f"{name}: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -125,7 +130,7 @@ def speed(names: list[str], repeat: int, cold_runs: int, trace: bool) -> list[di
     return results
 
 
-def vision(repeat: int, cold_runs: int, every: bool, names: Optional[list[str]]) -> None:
+def vision(repeat: int, cold_runs: int, every: bool, names: Optional[list[str]], check: bool) -> None:
     if not every:
         speed(names or VISION, repeat, cold_runs, trace=False)
         return
@@ -136,13 +141,16 @@ def vision(repeat: int, cold_runs: int, every: bool, names: Optional[list[str]])
     results = []
     for name in names:
         try:
-            results.append({**fresh(name, 1, False), "name": name})
+            results.append({**fresh(name, 1, check), "name": name})
         except RuntimeError as error:
             print(f"skipped {error}")
     results.sort(key=lambda r: -r["cold"])
-    print(format_table(["model", "layers", "gap lines", "cold ms", "cold cpu", "warm ms"],
+    print(format_table(["model", "layers", "gap lines", "cold ms", "cold cpu", "warm ms",
+                        *(["ok", "coverage"] if check else [])],
                        [[r["name"], str(r["layers"]), str(r["gaps"]), f"{r['cold'] * 1e3:.0f}",
-                         f"{r['cold_cpu'] * 1e3:.0f}", f"{r['warm'] * 1e3:.0f}"] for r in results[:15]]))
+                         f"{r['cold_cpu'] * 1e3:.0f}", f"{r['warm'] * 1e3:.0f}",
+                         *(["yes" if r["ok"] else "no", f"{r['coverage']:.1%}"] if check else [])]
+                        for r in results]))
     cold, cpu = [r["cold"] for r in results], [r["cold_cpu"] for r in results]
     print(f"{len(results)} torchvision models, one process each: cold under 1 s for "
           f"{sum(c < COLD_TARGET for c in cold)} (CPU time under 1 s: {sum(c < COLD_TARGET for c in cpu)}), "
@@ -210,6 +218,7 @@ def main() -> None:
     parser.add_argument("--vision", action="store_true", help="torchvision and timm models instead of GPT-2")
     parser.add_argument("--all", action="store_true", help="with --vision: every torchvision model")
     parser.add_argument("--models", nargs="+", help="with --vision: these models instead of the selection")
+    parser.add_argument("--check", action="store_true", help="with --vision --all: trace and check each model too")
     parser.add_argument("--zoo", action="store_true", help="fidelity on the issue-12 target models instead")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
@@ -219,7 +228,7 @@ def main() -> None:
     elif args.zoo:
         zoo_table()
     elif args.vision:
-        vision(args.repeat, args.cold_runs, args.all, args.models)
+        vision(args.repeat, args.cold_runs, args.all, args.models, args.check)
     else:
         speed(["gpt2"], args.repeat, args.cold_runs, trace=True)
 
