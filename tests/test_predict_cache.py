@@ -135,6 +135,49 @@ def test_batch_norm_on_fakes_is_empty_like_its_input() -> None:
                 (op.shape, op.stride(), op.dtype, op.device, op.storage_offset()), (shape, layout, dtype)
 
 
+class BranchOnBatchNormGrad(nn.Module):
+    """A branch on whether a batch norm's output requires grad (it does when its weight does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 3, 1), nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        y = self.bn(x)
+        y = torch.tanh(y) if y.requires_grad else torch.relu(y)
+        z = self.bn(self.conv(x))
+        return y + (torch.sigmoid(z) if z.requires_grad else z)
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_batch_norm_on_fakes_requires_grad_as_the_op_does(grad) -> None:
+    """The batch-norm shortcut gives an output that requires grad where the op's does (its
+    weight requires grad; its input too, or not), so a branch on it is predicted as it runs."""
+    model, x = BranchOnBatchNormGrad().eval(), torch.randn(1, 3, 4, 4)
+    with torch.set_grad_enabled(grad):
+        pred = tl.predict(model, x)
+        report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0
+    assert ("tanh" in _ops(pred), "sigmoid" in _ops(pred), "relu" in _ops(pred)) == (grad, grad, not grad)
+    from torchlens.analysis.values import Known, Tensor
+    from torchlens.torch_host import FakeShapes
+
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    for needs in (False, True):
+        live, w = torch.randn(1, 3, 4, 4).requires_grad_(needs), nn.Parameter(torch.randn(3))
+        stats = torch.randn(3)
+        fakes = [shapes.fake(t) for t in (live, w, w, stats, stats)]
+        args = [*fakes, False, 0.1, 1e-5, False]
+        with torch.set_grad_enabled(grad):
+            with mode:
+                op = torch.batch_norm(*args)
+            got = shapes.run(torch.batch_norm, [Tensor(meta=a) if isinstance(a, torch.Tensor) else Known(a)
+                                                for a in args], {})
+        assert (got.shape, got.stride(), got.requires_grad, got.is_leaf, got._is_view()) == \
+            (op.shape, op.stride(), op.requires_grad, op.is_leaf, op._is_view()), (grad, needs)
+
+
 def test_empty_like_made_without_the_fake_mode_is_its_own() -> None:
     """The batch-norm shortcut's ``empty_like``, made outside the fake mode, equals the fake
     mode's own ``empty_like`` in everything a fake has, on every dtype, with and without

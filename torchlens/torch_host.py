@@ -501,7 +501,9 @@ class FakeShapes:
     def _run(mode: Any, fn: Any, plain: list, plain_kw: dict) -> Any:
         try:
             if _like_its_input(fn, plain):
-                return _empty_like(mode, plain[0])
+                like = _batch_norm_like(mode, plain)
+                if like is not None:
+                    return like
             with mode, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if isinstance(fn, str):  # a view property (.T, .mT)
@@ -549,6 +551,23 @@ def _like_its_input(fn: Any, args: list) -> bool:
     if fn is not torch.batch_norm or len(args) < 6 or args[5] is not False or not isinstance(args[0], torch.Tensor):
         return False
     return args[0].dim() >= 2 and args[0].is_contiguous()  # (channels-last: size-1 dims' strides differ)
+
+
+def _batch_norm_like(mode: Any, args: list) -> Any:
+    """What ``torch.batch_norm`` (not training, a contiguous input: :func:`_like_its_input`)
+    gives on fakes, or ``None`` to run it: ``empty_like`` its input where the output needs no
+    grad; where it does (grad enabled and the input, weight, bias or a running statistic
+    requires it: every model whose parameters require grad), a clone of the input if the
+    input requires grad (same metadata, ``requires_grad`` and not a leaf, as the op's own;
+    one cached dispatch), else ``None``. (``empty_like`` alone there made an output without
+    grad: a branch on ``y.requires_grad`` after a batch norm was predicted wrong, no gap.)"""
+    x = args[0]
+    if not (torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args[:5])):
+        return _empty_like(mode, x)
+    if not x.requires_grad:
+        return None
+    with mode:
+        return torch.ops.aten.clone.default(x)
 
 
 def _empty_like(mode: Any, fake: Any) -> Any:
