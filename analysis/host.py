@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from .values import Value
 
-__all__ = ["Host", "Intrinsic", "Member"]
+__all__ = ["Host", "Intrinsic", "Member", "OpRaises"]
 
 
 class Intrinsic(Enum):
@@ -47,6 +47,11 @@ class Member(Enum):
     QUERY = "query"
 
 
+class OpRaises(Exception):
+    """Raised by :meth:`Host.op_result` when the op raises for certain with these arguments
+    (their shapes do not fit it); the text says what it raises (``RuntimeError: ...``)."""
+
+
 class Host:
     """The library being predicted. Subclass and override what applies."""
 
@@ -63,7 +68,8 @@ class Host:
         """What an op returns: ``make_tensor(meta)``, ``make_tuple(n, metas)`` (``meta``: the
         output's stand-in, see :attr:`~analysis.values.Tensor.meta`, or ``None``), a value (a
         query's answer), or ``None`` when it returns no tensor and the answer is unknown (no op
-        is recorded unless ``make_*`` was called)."""
+        is recorded unless ``make_*`` was called). Raises :class:`OpRaises` when the op raises
+        for certain with these arguments."""
         return make_tensor(None)
 
     def stand_in(self, tensor: Any) -> Any:

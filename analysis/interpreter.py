@@ -52,7 +52,7 @@ from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
 from . import lru
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
-from .host import Host, Intrinsic, Member
+from .host import Host, Intrinsic, Member, OpRaises
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_OPS, CONCRETE, CONTAINS_OPS, CONVERT_OPS,
                          FOR_ITER, FORMAT_OPS, GET_ITER, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN,
@@ -691,7 +691,11 @@ class Interpreter:
 
         if outputs != 0:
             return make_tensor(None) if outputs == 1 else make_tuple(outputs, None)
-        result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple)
+        try:
+            result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple)
+        except OpRaises as error:
+            self.op_raises(name, str(error))
+            return make_tensor(None)
         if result is not None:
             return result
         concrete = concrete_args(list(args), {})
@@ -1740,6 +1744,16 @@ class Interpreter:
             except Exception:  # noqa: BLE001
                 return Opaque(f"item {key!r} of {type(value.obj).__name__}")
         return Opaque("item of an unknown value", value.kind if isinstance(value, Opaque) else Nature.ANY)
+
+    def op_raises(self, name: str, error: str) -> None:
+        """An op that raises for certain on the shapes it is given: where the run is certain to
+        reach it, nothing after it runs (a gap); elsewhere the prediction is not exact (a note)."""
+        text = (f"{name} raises {error}{self.where()} on the example inputs' shapes: the forward stops there "
+                "unless the exception is caught; what follows is not predicted")
+        if self.catching == 0 and self.mult.lo > 0:
+            self.gap(text)
+        else:
+            self.note(text)
 
     def raises(self, error: str, node: Optional[ast.AST]) -> None:
         """An expression that raises for certain: where the exception goes is not followed."""

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import logging
 import sys
+import threading
 
 import pytest
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torchlens as tl
 from torchlens.analysis import lru
@@ -218,6 +221,55 @@ def test_exec_built_code_beyond_straight_lines_is_a_gap_naming_the_instruction()
         assert "only straight-line code is read from bytecode (POP_JUMP" in why and "at line 2)" in why, why
     else:
         assert "its bytecode is read on Python 3.11+ only" in why, why
+
+
+#: An op raising on the example inputs: what it raises, and the line its gap names.
+RAISING = {"view": ("RuntimeError: shape '[5, 7]' is invalid for input of size 12", "y.view(5, 7)"),
+           "cat": ("RuntimeError: Sizes of tensors must match except in dimension 0", "torch.cat([y, y.t()])"),
+           "index": ("IndexError: index 7 is out of bounds for dimension 0 with size 3", "y[7]")}
+
+
+@pytest.mark.parametrize("how", list(RAISING))
+def test_an_op_raising_on_the_example_inputs_is_a_gap_naming_the_error_and_line(how: str):
+    model, inputs = H.raising_models()[how]
+    error, text = RAISING[how]
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    filters = list(fake_log.filters)
+    with RecordsOf(fake_log) as logged:
+        pred = tl.predict(model, *inputs)
+    assert not logged and fake_log.filters == filters  # torch's log of it kept quiet, torch's logger as it was
+    why = " ".join(g.why for g in pred.gaps)
+    assert error in why and f"at {line_of(H.OpRaises, text)} in OpRaises.forward" in why, why
+    with pytest.raises((RuntimeError, IndexError), match=error.split(": ", 1)[1].replace("[", r"\[")):
+        tl.trace(model, *inputs)
+
+    def fakes_in_another_thread() -> None:
+        with FakeTensorMode():
+            torch.cat([torch.empty(3, 4), torch.empty(4, 3)])
+
+    with RecordsOf(fake_log) as logged:  # fakes the user runs still log
+        worker = threading.Thread(target=lambda: pytest.raises(RuntimeError, fakes_in_another_thread))
+        worker.start()
+        worker.join()
+    assert any("failed while attempting to run meta" in r.getMessage() for r in logged)
+
+
+class RecordsOf(logging.Handler):
+    """The records a logger emits while this is entered."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__()
+        self.logger, self.records = logger, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def __enter__(self) -> list:
+        self.logger.addHandler(self)
+        return self.records
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self)
 
 
 def test_defaults_that_raise_say_so_and_ask_for_inputs():

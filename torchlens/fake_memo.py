@@ -30,7 +30,8 @@ hold, else the op runs on the fake mode as before:
   and constant): changed since by an in-place op, it is made again. Views made together
   (``unbind``, ``split``, ``chunk``) are given only while nothing was written into them or their
   base since (their version): torch refuses to read one after that. A query's answer (a
-  ``torch.Size``, an int) is an immutable value; an op that raised is :data:`RAISED` again.
+  ``torch.Size``, an int) is an immutable value; an op that could not run on fakes
+  is :data:`RAISED` again, one that raised for certain its :class:`Raises`.
 
 Fakes change only when an op runs on them. So the memo keeps an **epoch** that moves whenever
 a run may have changed one (a keyed op that changed an argument; any op run without a key,
@@ -49,12 +50,12 @@ from __future__ import annotations
 import itertools
 import types
 from collections import OrderedDict
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["OpMemo", "RAISED", "MISS", "KEYS", "PER_KEY", "tensor_key"]
+__all__ = ["OpMemo", "RAISED", "Raises", "MISS", "KEYS", "PER_KEY", "tensor_key"]
 
 #: Keys kept at most, and calls kept per key.
 KEYS, PER_KEY = 4096, 256
@@ -62,8 +63,16 @@ KEYS, PER_KEY = 4096, 256
 TOKENS = 1 << 16
 #: Fakes whose metadata is kept read at most (:meth:`OpMemo.known`).
 KNOWN = 1 << 14
-#: The op raised on fakes (data-dependent, unsupported, or wrong arguments).
+#: The op could not run on fakes (its output depends on data, or fakes do not support it).
 RAISED = object()
+
+
+class Raises(NamedTuple):
+    """The op raises for certain with these arguments (their shapes do not fit it)."""
+
+    #: What it raises: ``RuntimeError: shape '[5, 7]' is invalid for input of size 12``.
+    error: str
+
 #: Nothing kept for this call: run the op.
 MISS = object()
 
@@ -74,7 +83,7 @@ _C_CALLABLES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.Wra
 _PLAIN = frozenset({int, bool, str, type(None), type(Ellipsis), torch.dtype, torch.device, torch.memory_format,
                     torch.layout})
 #: Results kept by value (immutable).
-_IMMUTABLE = frozenset({int, float, bool, str, type(None), torch.Size, torch.dtype, torch.device, torch.layout,
+_IMMUTABLE = frozenset({int, float, bool, str, type(None), Raises, torch.Size, torch.dtype, torch.device, torch.layout,
                         torch.memory_format})
 
 

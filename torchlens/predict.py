@@ -20,7 +20,7 @@ from torchlens.analysis.predict import predict_class, predict_module
 from torchlens.analysis.prediction import Prediction
 
 from .records import Layer
-from .torch_host import TorchHost
+from .torch_host import TorchHost, quiet_fake_errors
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -47,11 +47,13 @@ def predict(model_or_class: Union[nn.Module, type], *inputs: Any, forward_kwargs
                        "a mapping of keyword arguments for forward")
     kwargs = dict(forward_kwargs or {})
     if isinstance(model_or_class, nn.Module):
-        return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), max_steps=max_steps,
-                              max_seconds=max_seconds, **kwargs)
+        with quiet_fake_errors():
+            return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), max_steps=max_steps,
+                                  max_seconds=max_seconds, **kwargs)
     if isinstance(model_or_class, type) and issubclass(model_or_class, nn.Module):
-        return predict_class(model_or_class, *inputs, host=TorchHost(None), max_steps=max_steps,
-                             max_seconds=max_seconds, **kwargs)
+        with quiet_fake_errors():
+            return predict_class(model_or_class, *inputs, host=TorchHost(None), max_steps=max_steps,
+                                 max_seconds=max_seconds, **kwargs)
     raise wrong_type("tl.predict(model_or_class, ...)", model_or_class, "an nn.Module or an nn.Module subclass",
                      "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))")
 

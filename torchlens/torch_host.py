@@ -10,26 +10,28 @@ with their hooks, in their own scope, at their address in the model.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import logging
 import os
 import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import torch
 from torch import nn
 
-from torchlens.analysis.host import Host, Intrinsic, Member
+from torchlens.analysis.host import Host, Intrinsic, Member, OpRaises
 from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor, TensorTuple, Value
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
-from .fake_memo import MISS, RAISED, OpMemo
+from .fake_memo import MISS, RAISED, OpMemo, Raises
 
-__all__ = ["TorchHost", "FakeShapes"]
+__all__ = ["TorchHost", "FakeShapes", "quiet_fake_errors"]
 
 #: Tensor-returning ops whose name says they return something else: no op is recorded.
 _NOT_TENSOR = frozenset({
@@ -172,6 +174,8 @@ class TorchHost(Host):
                   make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
         """What the op returns, its shapes computed on fake tensors where every input is known."""
         result = self._shapes.run(fn, args, kwargs) if self._runs_on_fakes(fn) else _UNKNOWN
+        if type(result) is Raises:
+            raise OpRaises(result.error)
         if name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_"):  # unless x.float()
             if result is _UNKNOWN:
                 return None
@@ -442,6 +446,46 @@ def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
 _UNKNOWN = RAISED
 
 
+#: What an op's shape checks raise when its arguments do not fit it (exactly these types: torch's
+#: errors for what fakes cannot compute subclass them).
+_ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
+#: Words of errors about fakes themselves (``.numpy()`` of a tensor subclass, a data pointer).
+_FAKE_WORDS = ("fake", "meta", "subclass", "data pointer", "storage", "symbolic", "data-dependent")
+
+
+def _raised(error: Exception) -> Any:
+    """What an op that raised on fakes gives: :class:`Raises` when the real op raises the same for
+    certain (its shape checks refuse the arguments), else :data:`_UNKNOWN` (fakes cannot say)."""
+    text = str(error).strip().split("\n", 1)[0]
+    if type(error) not in _ARGUMENT_ERRORS or not text or any(w in text.lower() for w in _FAKE_WORDS):
+        return _UNKNOWN
+    return Raises(f"{type(error).__name__}: {text}")
+
+
+class _OtherThreads(logging.Filter):
+    """Keeps the log records of every thread but the one that made it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._thread = threading.get_ident()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != self._thread
+
+
+@contextlib.contextmanager
+def quiet_fake_errors() -> Iterator[None]:
+    """Keep torch from logging (with a traceback) each op this thread runs on fakes that raises:
+    what it raises is the prediction's gap. Fakes run by other threads still log."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    quiet = _OtherThreads()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+
+
 class _NoShape(Exception):
     """An argument whose value (or shape) the prediction does not know."""
 
@@ -509,8 +553,8 @@ class FakeShapes:
                 if isinstance(fn, str):  # a view property (.T, .mT)
                     return getattr(plain[0], fn)
                 return fn(*plain, **plain_kw)
-        except Exception:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
-            return _UNKNOWN
+        except Exception as error:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
+            return _raised(error)
 
     def fake(self, tensor: torch.Tensor) -> Any:
         """The fake of a live tensor (the same one each time), or ``None`` if it has none."""

@@ -913,6 +913,30 @@ class InputWritten(nn.Module):
         return x, y
 
 
+class OpRaises(nn.Module):
+    """An op that raises on the example inputs' shapes (``x`` is 3x4): the forward stops there."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        y = torch.tanh(x)
+        if self.how == "view":
+            y = y.view(5, 7)
+        elif self.how == "cat":
+            y = torch.cat([y, y.t()])
+        elif self.how == "index":
+            y = y[7]
+        return y.exp()
+
+
+def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
+    """Models whose forward raises from an op on their example inputs."""
+    torch.manual_seed(0)
+    return {how: (OpRaises(how), (torch.randn(3, 4),)) for how in ("view", "cat", "index")}
+
+
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     torch.manual_seed(0)
     x = torch.randn(3, 4)
