@@ -318,29 +318,10 @@ class Capture(LeavesStack, TorchFunctionMode):
         gradient (:attr:`lean`): the common case, in one call. Its arguments are read as the
         shortcut of :meth:`_arguments` reads them; a frame called straight from ``forward`` is
         its call site as :meth:`_site` gives it (any other frame goes through :meth:`_site`)."""
-        kept: list[Any] = []
         sources: list[Source] = []
         parents: list[int] = []
         params: list[str] = []
-        get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
-        for value in args:
-            key = id(value)
-            index = get(key)
-            if index is not None:
-                sources.append(index)
-                parents.append(index)
-                kept.append(PRODUCED)
-                continue
-            param = param_names.get(key)
-            if param is not None:
-                params.append(param)
-                sources.append(-1)
-                kept.append(value)
-                foreign[key] = value
-            elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
-                kept.append(self._read_value(value, sources, parents, params))
-            else:
-                kept.append(value)
+        kept = self._read_by_id(args, sources, parents, params)
         stack = self.stack
         back = frame.f_back
         code = frame.f_code
@@ -442,34 +423,40 @@ class Capture(LeavesStack, TorchFunctionMode):
         sources: list[Source] = []
         parents: list[int] = []
         params: list[str] = []
-        kept: list[Any] = []
         if self.by_id and not self.storage_writer:
-            # An op's output is known by its id alone (every output is held, so an id found is
-            # the tensor itself; no aliased write): the common case, read here; a parameter too.
-            get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
-            for value in args:
-                key = id(value)
-                index = get(key)
-                if index is not None:
-                    sources.append(index)
-                    parents.append(index)
-                    kept.append(PRODUCED)
-                    continue
-                name = param_names.get(key)
-                if name is not None:
-                    params.append(name)
-                    sources.append(-1)
-                    kept.append(value)
-                    foreign[key] = value
-                elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
-                    kept.append(self._read_value(value, sources, parents, params))
-                else:
-                    kept.append(value)
+            kept = self._read_by_id(args, sources, parents, params)
         else:
             kept = [self._read_value(value, sources, parents, params) for value in args]
         if kwargs:
             kwargs = {key: self._read_value(value, sources, parents, params) for key, value in kwargs.items()}
         return tuple(kept), kwargs, sources, parents, tuple(params)
+
+    def _read_by_id(self, args: Sequence[Any], sources: list[Source], parents: list[int],
+                    params: list[str]) -> list[Any]:
+        """The arguments as kept, when an op's output is known by its id alone (every output is
+        held, so an id found is the tensor itself; no aliased write): the common case; a
+        parameter too. Other lists, tuples and tensors go through :meth:`_read_value`."""
+        kept: list[Any] = []
+        get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
+        for value in args:
+            key = id(value)
+            index = get(key)
+            if index is not None:
+                sources.append(index)
+                parents.append(index)
+                kept.append(PRODUCED)
+                continue
+            param = param_names.get(key)
+            if param is not None:
+                params.append(param)
+                sources.append(-1)
+                kept.append(value)
+                foreign[key] = value
+            elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
+                kept.append(self._read_value(value, sources, parents, params))
+            else:
+                kept.append(value)
+        return kept
 
     def _read_value(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
         if isinstance(value, _Tensor):
