@@ -420,7 +420,7 @@ class Interpreter:
             return held[1]
         if self.views and id(obj) in self.views:
             return self.viewed(Known(obj))
-        if isinstance(obj, self.host.tensor_type):
+        if issubclass(type(obj), self.host.tensor_type):  # by its type: an object's own __class__ is not read
             return Tensor(obj, self.host.stand_in(obj))
         return Known(obj)
 
@@ -1300,10 +1300,10 @@ class Interpreter:
         key = (id(obj), name)
         if key in self.overlay:
             return self.overlay[key]
-        if isinstance(obj, SuperRef):
+        cls = type(obj)  # by its type: an object's own ``__class__`` is not read
+        if cls is SuperRef:
             return self.super_attribute(obj, name)
-        if not isinstance(obj, type):
-            cls = type(obj)
+        if not issubclass(cls, type):
             entry = self.class_attrs.get((id(cls), name))
             if entry is None:
                 entry = self.class_attrs[(id(cls), name)] = (cls, class_attr(cls, name))
@@ -3057,9 +3057,9 @@ def _python_class(value: Value) -> Optional[type]:
     that runs ops: not a plain value, container or class, nor one of torch's own (tensors,
     modules and their containers: their special methods run no op the prediction misses)."""
     if isinstance(value, Known):
-        if isinstance(value.obj, _NOT_PROGRAM):
+        cls: type = type(value.obj)  # what CPython looks special methods up on (not ``__class__``)
+        if issubclass(cls, _NOT_PROGRAM):
             return None
-        cls: type = type(value.obj)
     elif isinstance(value, Instance):
         cls = value.cls
     else:

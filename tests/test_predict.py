@@ -623,3 +623,40 @@ def test_torch_python_is_predicted_as_the_capture_records_it(cls, shape):
     pred = tl.predict(cls(), x)
     report = tl.trace(cls(), x).check_prediction(pred)
     assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+
+
+class _CountsReads:
+    """A config that runs Python for every attribute read (as transformers' configs do), and
+    counts the reads of ``__class__``."""
+
+    def __init__(self) -> None:
+        self.scale, self.flag, self.class_reads = 2.0, True, 0
+
+    def __getattribute__(self, name: str):
+        if name == "__class__":
+            object.__setattr__(self, "class_reads", object.__getattribute__(self, "class_reads") + 1)
+        return object.__getattribute__(self, name)
+
+
+class ReadsAConfig(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.config = _CountsReads()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        if self.config.flag:
+            x = self.lin(x) * self.config.scale
+        return x
+
+
+def test_an_object_s_class_is_its_type_not_its_own_class_attribute():
+    """The prediction asks what an object is (a tensor, a module, a class, a plain value) by its
+    type, as CPython finds special methods, never through the object's own ``__class__``: a
+    config's Python ``__getattribute__`` runs only for the attributes the model reads."""
+    model, x = ReadsAConfig(), torch.randn(2, 3)
+    model.config.class_reads = 0  # nn.Module.__setattr__ asks isinstance(config, Parameter)
+    pred = tl.predict(model, x)
+    assert model.config.class_reads == 0
+    report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)

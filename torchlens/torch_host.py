@@ -282,7 +282,7 @@ class TorchHost(Host):
     # -- modules -----------------------------------------------------------------------------
 
     def is_module(self, obj: Any) -> bool:
-        return isinstance(obj, nn.Module)
+        return issubclass(type(obj), nn.Module)  # by its type: an object's own ``__class__`` is not read
 
     def is_module_class(self, cls: Any) -> bool:
         return isinstance(cls, type) and issubclass(cls, nn.Module)
