@@ -47,6 +47,7 @@ from types import CodeType
 from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from .bytecode import run_bytecode, unread
+from .caches import PerClassName
 from .callbacks import callback_handlers, sort_in_place
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
@@ -343,12 +344,10 @@ class Interpreter:
         self.sources: dict[int, tuple[CodeType, str, SourceFile, ast.AST]] = {}
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
-        #: (id(class), name) -> (it, kept alive so the id stays its own; the special method it
-        #: defines in Python or ``None``, see :func:`_python_method`): looked up once per run
-        #: (the run writes into no live class).
-        self.specials: dict[tuple[int, str], tuple[type, Optional[types.FunctionType]]] = {}
-        #: (id(class), name) -> (it, :func:`class_attr` of it), looked up once per run (as above).
-        self.class_attrs: dict[tuple[int, str], tuple[type, Any]] = {}
+        #: The special method a class defines in Python, or ``None`` (:func:`_special_method`), and
+        #: :func:`class_attr`: looked up once per class and name per run (it writes into no live class).
+        self.specials: PerClassName[Optional[types.FunctionType]] = PerClassName(_special_method)
+        self.class_attrs: PerClassName[Any] = PerClassName(class_attr)
         #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
         self.union_items: dict[int, tuple[Union, Value]] = {}
         #: Builtins the run models itself, by the live builtin.
@@ -1304,10 +1303,7 @@ class Interpreter:
         if cls is SuperRef:
             return self.super_attribute(obj, name)
         if not issubclass(cls, type):
-            entry = self.class_attrs.get((id(cls), name))
-            if entry is None:
-                entry = self.class_attrs[(id(cls), name)] = (cls, class_attr(cls, name))
-            static = entry[1]
+            static = self.class_attrs(cls, name)
             if isinstance(static, property) and inspect.isfunction(static.fget):
                 self.at_node(node, ATTR_LOAD)
                 return self.call(Known(static.fget), [Known(obj)], {})
@@ -3112,25 +3108,28 @@ def _line_of(code: types.CodeType, offset: int) -> Optional[int]:
     return next((line for start, end, line in code.co_lines() if start <= offset < end), None)
 
 
-def _python_method(value: Value, name: str, specials: Optional[dict] = None) -> Optional[types.FunctionType]:
+def _python_method(value: Value, name: str,
+                   specials: Optional[PerClassName[Optional[types.FunctionType]]] = None) -> Optional[types.FunctionType]:
     """The special method ``name`` of ``value``'s class (see :func:`_python_class`) when it is
-    Python code of the program's (not torch's: a subclass of a torch class inherits them);
-    ``specials``: a run's answers by class and name (:attr:`Interpreter.specials`)."""
+    Python code of the program's (:func:`_special_method`); ``specials``: a run's answers
+    (:attr:`Interpreter.specials`)."""
     cls = _python_class(value)
     if cls is None:
         return None
-    key = (id(cls), name)
-    if specials is not None and key in specials:
-        return specials[key][1]
+    return _special_method(cls, name) if specials is None else specials(cls, name)
+
+
+def _special_method(cls: type, name: str) -> Optional[types.FunctionType]:
+    """``cls``'s attribute ``name`` when it is a Python function, not torch's (a subclass of a
+    torch class inherits them)."""
     method = class_attr(cls, name)
     if not isinstance(method, types.FunctionType) or (method.__module__ or "").partition(".")[0] == "torch":
-        method = None
-    if specials is not None:
-        specials[key] = (cls, method)
+        return None
     return method
 
 
-def _python_special(value: Value, names: tuple[str, ...], specials: Optional[dict] = None) -> Optional[str]:
+def _python_special(value: Value, names: tuple[str, ...],
+                    specials: Optional[PerClassName[Optional[types.FunctionType]]] = None) -> Optional[str]:
     """The first of ``names`` whose special method ``value``'s class defines in Python (see
     :func:`_python_method`): the one CPython calls where it tries them in this order."""
     if _python_class(value) is None:

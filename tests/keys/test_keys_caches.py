@@ -22,3 +22,16 @@ def test_per_file_cache_keeps_the_newest_files():
     cache.remember("file20.py", "again", 1)
     assert len(cache) == FILES_KEPT and cache.get("file0.py") is None and list(cache)[-1] == "file20.py"
 
+
+
+def test_per_class_name_reads_each_answer_once_and_keeps_its_class():
+    from torchlens.analysis.caches import PerClassName
+
+    reads: list = []
+    cache = PerClassName(lambda cls, name: reads.append((cls, name)) or getattr(cls, name, None))
+    made = type("Made", (), {"f": 1})
+    assert cache(made, "f") == 1 and cache(made, "f") == 1 and cache(made, "g") is None and cache(int, "f") is None
+    assert reads == [(made, "f"), (made, "g"), (int, "f")] and len(cache) == 3
+    del made
+    gc.collect()
+    assert len(cache) == 3  # the class is kept alive: its id is not reused while the entry stands
