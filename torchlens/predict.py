@@ -46,16 +46,16 @@ def predict(model_or_class: Union[nn.Module, type], *inputs: Any, forward_kwargs
         check_instance("tl.predict(forward_kwargs=...)", forward_kwargs, Mapping,
                        "a mapping of keyword arguments for forward")
     kwargs = dict(forward_kwargs or {})
-    if isinstance(model_or_class, nn.Module):
-        with quiet_fake_errors():
+    if not (isinstance(model_or_class, nn.Module)
+            or isinstance(model_or_class, type) and issubclass(model_or_class, nn.Module)):
+        raise wrong_type("tl.predict(model_or_class, ...)", model_or_class, "an nn.Module or an nn.Module subclass",
+                         "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))")
+    with quiet_fake_errors():
+        if isinstance(model_or_class, nn.Module):
             return predict_module(model_or_class, *inputs, host=TorchHost(model_or_class), max_steps=max_steps,
                                   max_seconds=max_seconds, **kwargs)
-    if isinstance(model_or_class, type) and issubclass(model_or_class, nn.Module):
-        with quiet_fake_errors():
-            return predict_class(model_or_class, *inputs, host=TorchHost(None), max_steps=max_steps,
-                                 max_seconds=max_seconds, **kwargs)
-    raise wrong_type("tl.predict(model_or_class, ...)", model_or_class, "an nn.Module or an nn.Module subclass",
-                     "pass the model (tl.predict(model)) or its class (tl.predict(MyModel))")
+        return predict_class(model_or_class, *inputs, host=TorchHost(None), max_steps=max_steps,
+                             max_seconds=max_seconds, **kwargs)
 
 
 @dataclass(frozen=True, slots=True)
