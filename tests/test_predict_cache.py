@@ -397,7 +397,8 @@ def test_ops_given_again_equal_the_fake_mode_s_own() -> None:
     """Every kept result, given again by a later prediction, has all the metadata the op
     gives run afresh on the fake mode (and is the kept object: the memo answered)."""
     from torchlens.analysis.values import Known, Tensor
-    from torchlens.torch_host import _UNKNOWN, FakeShapes
+    from torchlens.fake_memo import UNKNOWN
+    from torchlens.torch_host import FakeShapes
 
     def everything(t):
         if not isinstance(t, torch.Tensor):
@@ -419,8 +420,8 @@ def test_ops_given_again_equal_the_fake_mode_s_own() -> None:
 
     made = list(calls(FakeShapes(), False))
     for (fn, own, again), (_, _, before) in zip(calls(FakeShapes(), True), made):
-        if own is _UNKNOWN:
-            assert again is _UNKNOWN, fn
+        if own is UNKNOWN:
+            assert again is UNKNOWN, fn
         elif isinstance(own, torch.Tensor):
             assert everything(again) == everything(own), fn
         elif isinstance(own, tuple) and not isinstance(own, torch.Size):

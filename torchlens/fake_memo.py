@@ -31,7 +31,7 @@ hold, else the op runs on the fake mode as before:
   (``unbind``, ``split``, ``chunk``) are given only while nothing was written into them or their
   base since (their version): torch refuses to read one after that. A query's answer (a
   ``torch.Size``, an int) is an immutable value; an op that could not run on fakes
-  is :data:`RAISED` again, one that raised for certain its :class:`Raises`.
+  is :data:`UNKNOWN` again, one that raised for certain its :class:`Raises`.
 
 Fakes change only when an op runs on them. So the memo keeps an **epoch** that moves whenever
 a run may have changed one (a keyed op that changed an argument; any op run without a key,
@@ -55,7 +55,7 @@ from typing import Any, NamedTuple, Optional
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["OpMemo", "RAISED", "Raises", "MISS", "KEYS", "PER_KEY", "tensor_key"]
+__all__ = ["OpMemo", "UNKNOWN", "Raises", "MISS", "KEYS", "PER_KEY", "tensor_key"]
 
 #: Keys kept at most, and calls kept per key.
 KEYS, PER_KEY = 4096, 256
@@ -63,8 +63,9 @@ KEYS, PER_KEY = 4096, 256
 TOKENS = 1 << 16
 #: Fakes whose metadata is kept read at most (:meth:`OpMemo.known`).
 KNOWN = 1 << 14
-#: The op could not run on fakes (its output depends on data, or fakes do not support it).
-RAISED = object()
+#: What the op gives is not known: it could not run on fakes (its output depends on data, or
+#: fakes do not support it). An op that raises for certain is a :class:`Raises` instead.
+UNKNOWN = object()
 
 
 class Raises(NamedTuple):
@@ -183,9 +184,9 @@ class _Made:
 
 
 class _Outcome:
-    """What one call gave: a value, :data:`RAISED`, or tensors (``kind`` ``None``: one tensor;
-    else the tuple, list or ``torch.return_types`` type holding them), each a :class:`_Made` or
-    the index of the argument returned."""
+    """What one call gave: a value (:data:`UNKNOWN` and :class:`Raises` too), or tensors (``kind``
+    ``None``: one tensor; else the tuple, list or ``torch.return_types`` type holding them), each
+    a :class:`_Made` or the index of the argument returned."""
 
     __slots__ = ("kind", "parts", "value")
 
@@ -379,8 +380,8 @@ class OpMemo:
         return [_changes(t) for t in inputs]
 
     def put(self, calls: list[Optional[_Outcome]], k: int, result: Any, inputs: list, before: list) -> None:
-        """Keep what the ``k``-th call of ``calls`` gave (``result``; :data:`RAISED` if it
-        raised), if it changed none of its arguments and can be given again exactly."""
+        """Keep what the ``k``-th call of ``calls`` gave (``result``; :data:`UNKNOWN` if fakes
+        could not compute it), if it changed none of its arguments and can be given again exactly."""
         if any(_changes(t) != b for t, b in zip(inputs, before)):
             self.epoch += 1
             return
@@ -391,7 +392,7 @@ class OpMemo:
         calls[k] = outcome
 
     def _outcome(self, result: Any, inputs: list) -> Optional[_Outcome]:
-        if result is RAISED or type(result) in _IMMUTABLE:
+        if result is UNKNOWN or type(result) in _IMMUTABLE:
             return _Outcome(None, (), result)
         if isinstance(result, torch.Tensor):
             part = self._part(result, inputs, False)

@@ -29,7 +29,7 @@ from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
-from .fake_memo import MISS, RAISED, OpMemo, Raises
+from .fake_memo import MISS, UNKNOWN, OpMemo, Raises
 
 __all__ = ["TorchHost", "FakeShapes", "quiet_fake_errors"]
 
@@ -173,11 +173,11 @@ class TorchHost(Host):
                   make_tensor: Callable[[Any], Value],
                   make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
         """What the op returns, its shapes computed on fake tensors where every input is known."""
-        result = self._shapes.run(fn, args, kwargs) if self._runs_on_fakes(fn) else _UNKNOWN
+        result = self._shapes.run(fn, args, kwargs) if self._runs_on_fakes(fn) else UNKNOWN
         if type(result) is Raises:
             raise OpRaises(result.error)
         if name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_"):  # unless x.float()
-            if result is _UNKNOWN:
+            if result is UNKNOWN:
                 return None
             if not _holds_tensor(result):  # the query's answer (size, dim)
                 return Known(result)
@@ -442,10 +442,6 @@ def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
 
 
 
-#: An op whose outputs the fake run could not compute.
-_UNKNOWN = RAISED
-
-
 #: What an op's shape checks raise when its arguments do not fit it (exactly these types: torch's
 #: errors for what fakes cannot compute subclass them).
 _ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
@@ -455,10 +451,10 @@ _FAKE_WORDS = ("fake", "meta", "subclass", "data pointer", "storage", "symbolic"
 
 def _raised(error: Exception) -> Any:
     """What an op that raised on fakes gives: :class:`Raises` when the real op raises the same for
-    certain (its shape checks refuse the arguments), else :data:`_UNKNOWN` (fakes cannot say)."""
+    certain (its shape checks refuse the arguments), else :data:`UNKNOWN` (fakes cannot say)."""
     text = str(error).strip().split("\n", 1)[0]
     if type(error) not in _ARGUMENT_ERRORS or not text or any(w in text.lower() for w in _FAKE_WORDS):
-        return _UNKNOWN
+        return UNKNOWN
     return Raises(f"{type(error).__name__}: {text}")
 
 
@@ -497,7 +493,7 @@ class FakeShapes:
     Live inputs, parameters and buffers are converted once (the fakes are copies: an in-place
     op changes the fake, never the model), and kept for the next prediction in this thread
     (:class:`_KeptFakes`); an op with an input whose shape is unknown, or whose output shape
-    depends on data (``nonzero``, ``item``), gives :data:`_UNKNOWN`. Nothing runs on real
+    depends on data (``nonzero``, ``item``), gives :data:`UNKNOWN`. Nothing runs on real
     data and no random number is drawn. What an op gave is kept with the kept fakes
     (:class:`~torchlens.fake_memo.OpMemo`): a later prediction making the same call on fakes
     of the same metadata gets it back without dispatching, when that is exactly what the
@@ -516,7 +512,7 @@ class FakeShapes:
             plain = [self._plain(a) for a in args]
             plain_kw = {k: self._plain(v) for k, v in kwargs.items()}
         except _NoShape:
-            return _UNKNOWN
+            return UNKNOWN
         mode = self._fake_mode()
         memo = self._memo
         if memo is None:
