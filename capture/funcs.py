@@ -74,9 +74,15 @@ def op_name(raw: str) -> str:
     return raw
 
 
+#: In-place operator dunders torch hands the mode under their own name (``x |= m`` is
+#: ``__ior__``; ``x += 1`` is handed as ``add_``), normalised.
+_INPLACE_DUNDERS = frozenset({"iadd", "isub", "imul", "idiv", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
+                              "iand", "ior", "ixor", "ilshift", "irshift"})
+
+
 def is_inplace(name: str) -> bool:
     """Whether an op of this (normalised) name writes into its first argument."""
-    return name.endswith("_") and not name.startswith("_") or name == "setitem"
+    return name.endswith("_") and not name.startswith("_") or name == "setitem" or name in _INPLACE_DUNDERS
 
 
 #: Ops that draw from torch's random state: a partial replay still runs them all, in capture

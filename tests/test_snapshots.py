@@ -384,3 +384,27 @@ def test_a_call_with_several_outputs_replays_from_the_weights_it_read():
     read = [t for t in tensor_args(call.args, call.kwargs) if isinstance(t, torch.Tensor)]  # no op made them
     assert len(read) == len(weights) and all(torch.equal(a, b) for a, b in zip(read, weights))
     assert trace.validate_forward_pass(strict=True).ok
+
+
+class ShiftsInPlace(nn.Module):
+    """In-place bitwise operators torch hands the mode under their own names (``__ior__``...)."""
+
+    def forward(self, x):
+        bits = (x * 10).long() >> 1
+        bits |= 1
+        bits <<= 1
+        bits ^= 2
+        bits &= 7
+        bits >>= 1
+        return bits
+
+
+def test_in_place_operator_dunders_leave_earlier_outputs_as_they_were():
+    x = torch.rand(3, 4)
+    trace = tl.trace(ShiftsInPlace(), x)
+    first = (x * 10).long() >> 1
+    saved = {layer.layer_label: layer.out for layer in trace.layers}
+    assert torch.equal(saved["rshift_1"], first)
+    assert torch.equal(saved["ior_1"], first | 1)
+    assert torch.equal(saved["ilshift_1"], (first | 1) << 1)
+    assert trace.validate_forward_pass().ok
