@@ -1,7 +1,7 @@
 """Builtins that call back into the program or iterate for it: ``sum``, ``map``, ``filter``,
 ``sorted``/``min``/``max`` with ``key`` (or over tensors), ``list.sort``, ``functools.reduce``,
 ``zip``, ``enumerate``, ``itertools.starmap``/``accumulate``/``chain``, and ``operator``'s
-functions on tensors.
+functions (binary, in-place, unary, ``getitem``/``setitem``) on tensors.
 
 As in CPython, each takes ``iter()`` of its sources when it is called (a tensor's ``__iter__``
 runs at the builtin's call), and calls what it is given from C, with no frame of its own: a
@@ -27,7 +27,7 @@ from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concr
 if TYPE_CHECKING:
     from .interpreter import Interpreter
 
-__all__ = ["callback_handlers", "sort_in_place"]
+__all__ = ["callback_handlers", "sort_in_place", "GETTERS", "getter_call"]
 
 Handler = Callable[[list[Value], dict[str, Value]], Optional[Value]]
 
@@ -40,14 +40,28 @@ def callback_handlers(run: Interpreter) -> dict[Any, Handler]:
             functools.reduce: functools.partial(_reduce, run), builtins.zip: functools.partial(_zip, run),
             builtins.enumerate: functools.partial(_enumerate, run), itertools.starmap: functools.partial(_starmap, run),
             itertools.accumulate: functools.partial(_accumulate, run), itertools.chain: functools.partial(_chain, run),
-            **{fn: functools.partial(_operator, run, stem) for fn, stem in _OPERATORS.items()}}
+            **{fn: functools.partial(_operator, run, stem) for fn, stem in _OPERATORS.items()},
+            **{fn: functools.partial(_in_place, run, stem) for fn, stem in _IN_PLACE.items()},
+            **{fn: functools.partial(_unary, run, stem) for fn, stem in _UNARY.items()},
+            operator.getitem: functools.partial(_getitem, run), operator.setitem: functools.partial(_setitem, run),
+            **({operator.call: functools.partial(_call, run)} if hasattr(operator, "call") else {}),
+            **{getter: functools.partial(_make_getter, run, getter) for getter in GETTERS}}
 
 
 #: ``operator`` functions -> the dunder stem they call (``operator.add(t, 1)`` is ``t.__add__(1)``).
 _OPERATORS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "truediv",
               operator.floordiv: "floordiv", operator.mod: "mod", operator.pow: "pow", operator.matmul: "matmul",
               operator.and_: "and", operator.or_: "or", operator.xor: "xor", operator.lt: "lt", operator.le: "le",
-              operator.gt: "gt", operator.ge: "ge", operator.eq: "eq", operator.ne: "ne"}
+              operator.gt: "gt", operator.ge: "ge", operator.eq: "eq", operator.ne: "ne",
+              operator.lshift: "lshift", operator.rshift: "rshift"}
+#: In-place ``operator`` functions -> the stem whose ``__i<stem>__`` they call (``__<stem>__`` without one).
+_IN_PLACE = {operator.iadd: "add", operator.isub: "sub", operator.imul: "mul", operator.itruediv: "truediv",
+             operator.ifloordiv: "floordiv", operator.imod: "mod", operator.ipow: "pow", operator.imatmul: "matmul",
+             operator.iand: "and", operator.ior: "or", operator.ixor: "xor", operator.ilshift: "lshift",
+             operator.irshift: "rshift"}
+#: ``operator`` functions of one operand -> the dunder stem they call.
+_UNARY = {operator.neg: "neg", operator.pos: "pos", operator.abs: "abs", operator.inv: "invert",
+          operator.invert: "invert"}
 
 
 def _for_real(run: Interpreter, values: list[Value]) -> bool:
@@ -146,10 +160,75 @@ def _enumerate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) ->
 
 
 def _operator(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-    """``operator.add(a, b)`` and kin: the operator's dunder, from C at the call."""
-    if len(args) != 2 or kwargs or not any(isinstance(a, Tensor) for a in args):
+    """``operator.add(a, b)`` and kin: ``a + b`` from C at the call (of plain values: run for real)."""
+    if len(args) != 2 or kwargs or all(isinstance(a, Known) for a in args):
         return None
     return run.binop(stem, args[0], args[1], None, frozenset())
+
+
+def _in_place(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.iadd(a, b)`` and kin: ``a += b`` from C at the call (of plain values: run for real)."""
+    if len(args) != 2 or kwargs or all(isinstance(a, Known) for a in args):
+        return None
+    return run.binop(stem, args[0], args[1], None, frozenset(), inplace=True)
+
+
+def _unary(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.neg(t)`` and kin: ``-t`` from C at the call (of a plain value: run for real)."""
+    if len(args) != 1 or kwargs or isinstance(args[0], Known):
+        return None
+    return run.unary(stem, args[0], None)
+
+
+def _getitem(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.getitem(a, k)``: ``a[k]`` from C at the call."""
+    return run.subscript(args[0], args[1], None) if len(args) == 2 and not kwargs else None
+
+
+def _setitem(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.setitem(a, k, v)``: ``a[k] = v`` from C at the call."""
+    if len(args) != 3 or kwargs:
+        return None
+    run.store_item(args[0], args[1], args[2], None)
+    return NONE
+
+
+def _call(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.call(f, *args, **kwargs)`` (3.11+): ``f(*args, **kwargs)``."""
+    return run.call(args[0], args[1:], kwargs) if args else None
+
+
+#: ``operator``'s callable objects: what the code makes with them is called as the reads it stands for.
+GETTERS = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
+
+
+def _make_getter(run: Interpreter, kind: type, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.itemgetter(1)`` and kin of plain values: made for real (``getter_call`` runs it)."""
+    if not _for_real(run, [*args, *kwargs.values()]):
+        return None
+    try:
+        return Known(kind(*[concrete(a)[1] for a in args], **{k: concrete(v)[1] for k, v in kwargs.items()}))
+    except TypeError:  # the program would raise here
+        return Opaque(f"{kind.__name__} of wrong arguments")
+
+
+def getter_call(run: Interpreter, getter: Any, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """A call of an ``itemgetter``/``attrgetter``/``methodcaller`` (a ``GETTERS`` object): the
+    item reads, attribute reads or method call it stands for, from C at the call."""
+    if len(args) != 1 or kwargs:
+        return None
+    maker, made = getter.__reduce__()  # (class or partial(class, ...), its arguments)
+    subject = args[0]
+    if type(getter) is operator.methodcaller:
+        name, *rest = [*maker.args, *made] if isinstance(maker, functools.partial) else made
+        keywords = maker.keywords if isinstance(maker, functools.partial) else {}
+        return run.call(run.attribute(subject, name), [run.wrap(a) for a in rest],
+                        {k: run.wrap(v) for k, v in keywords.items()})
+    if type(getter) is operator.itemgetter:
+        got = [run.subscript(subject, run.wrap(key), None) for key in made]
+    else:
+        got = [functools.reduce(run.attribute, path.split("."), subject) for path in made]
+    return got[0] if len(got) == 1 else Seq(got, tuple)
 
 
 def _starmap(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:

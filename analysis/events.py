@@ -40,6 +40,9 @@ class Event:
     #: ``(producer, output slot)`` of each tensor the previous pass of a loop the prediction does
     #: not unroll hands to this op (a value the loop body rebinds and the next pass reads).
     carried: tuple[tuple[Event, int], ...] = ()
+    #: Whether its outputs' metadata was computed on fake tensors (it does not raise on the
+    #: example inputs' shapes).
+    computed: bool = False
 
 
 @dataclass(eq=False, slots=True)

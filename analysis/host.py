@@ -151,6 +151,12 @@ class Host:
         """The ``ctx`` object handed to a custom autograd function's ``forward``."""
         return None
 
+    def type_error_guard(self, code: Any) -> bool:
+        """Whether ``code`` is a library's wrapper whose ``try`` around one op only turns a
+        ``TypeError`` into ``NotImplemented`` (decided by the op's argument types, which the
+        computed ops share): its ``except`` arm does not run when the op was computed."""
+        return False
+
     def unfollowed(self, fn: Any) -> Optional[str]:
         """Why a library function is not followed (its ops are a gap), or ``None``."""
         return None

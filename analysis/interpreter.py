@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 from .bytecode import run_bytecode, unread
 from .caches import PerClassName
-from .callbacks import callback_handlers, sort_in_place
+from .callbacks import GETTERS, callback_handlers, getter_call, sort_in_place
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
 from . import lru
@@ -56,9 +56,9 @@ from .generated import build_dataclass, build_named_tuple, generated, is_named_t
 from .host import Host, Intrinsic, Member, OpRaises
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_OPS, CONCRETE, CONTAINS_OPS, CONVERT_OPS,
-                         FOR_ITER, FORMAT_OPS, GET_ITER, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS, NUMERIC, PLAIN,
-                         PURE_MODULES, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, UNARY, UNARY_OPS, UNPACK, WITH_ENTER,
-                         class_attr, hashable, is_pure, keep)
+                         FOR_ITER, FORMAT_OPS, GET_ITER, ITERATING, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS,
+                         NUMERIC, PLAIN, PURE_MODULES, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, TENSOR_QUERIES, UNARY,
+                         UNARY_OPS, UNPACK, WITH_ENTER, class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
@@ -358,10 +358,10 @@ class Interpreter:
             builtins.set: self.b_set, builtins.dict: self.b_mapping(dict),
             collections.OrderedDict: self.b_mapping(collections.OrderedDict),
             builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
-            builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.any: self.b_all_any(True),
-            builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps, copy.deepcopy: self.b_deepcopy,
-            functools.partial: self.b_partial, keep: self.b_keep, builtins.eval: self.b_eval,
-            builtins.exec: self.b_eval, **callback_handlers(self),
+            builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.pow: self.b_pow,
+            builtins.any: self.b_all_any(True), builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps,
+            copy.deepcopy: self.b_deepcopy, functools.partial: self.b_partial, keep: self.b_keep,
+            builtins.eval: self.b_eval, builtins.exec: self.b_eval, **callback_handlers(self),
         }
 
     # -- state -------------------------------------------------------------------------------
@@ -612,6 +612,10 @@ class Interpreter:
                 self.unpack(arg, None)
         if getattr(obj, "__module__", None) == "builtins" or getattr(obj, "__self__", None) is not None \
                 and isinstance(obj, types.BuiltinMethodType) and not may_hold_tensor(Known(obj.__self__)):
+            if isinstance(getattr(obj, "__self__", None), types.ModuleType) and obj.__self__ is not builtins \
+                    and any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+                why = f"{_name(obj)} (C code of module {obj.__self__.__name__}) given a tensor{self.where()}"
+                return self.opaque_call(obj, args, kwargs, f"{why}: the ops it may run are not predicted")
             return Opaque(f"{_name(obj)} of unknown values",  # a builtin runs no op: of numbers, a number
                           Nature.NUMBER if all(_numbers(a) for a in (*args, *kwargs.values())) else Nature.ANY)
         return self.opaque_call(obj, args, kwargs, f"{_name(obj)} cannot be read (no Python source)")
@@ -674,12 +678,14 @@ class Interpreter:
         def make_tensor(meta: Any) -> Value:
             event = self.emit(name)
             event.inputs = inputs
+            event.computed = meta is not None
             events.append(event)
             return Tensor(meta=meta, origin=(event, 0))
 
         def make_tuple(count: Optional[int], metas: Optional[tuple]) -> Value:
             event = self.emit(name, count)
             event.inputs = inputs
+            event.computed = metas is not None
             events.append(event)
 
             def resolve(n: int) -> None:
@@ -1587,8 +1593,13 @@ class Interpreter:
         if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
             known = self.operand(node.operand)[1]
             return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
-        operand = self.eval(node.operand)
         stem, compute = UNARY[type(node.op)]
+        return self.unary(stem, self.eval(node.operand), node, compute)
+
+    def unary(self, stem: str, operand: Value, node: Optional[ast.AST],
+              compute: Optional[Callable[[Any], Any]] = None) -> Value:
+        """``-operand`` and kin (``stem`` a dunder stem: ``neg``, ``invert``); ``compute`` the
+        operator on plain values."""
         defined = self.dunder(operand, f"__{stem}__", [], node, UNARY_OPS)
         if defined is not None:
             return defined
@@ -1598,7 +1609,7 @@ class Interpreter:
                 return Opaque(f"no tensor operator {stem}")
             self.at_node(node, UNARY_OPS)
             return self.call(self.wrap(member), [operand], {})
-        if isinstance(operand, Known) and isinstance(operand.obj, PLAIN):
+        if isinstance(operand, Known) and isinstance(operand.obj, PLAIN) and compute is not None:
             try:
                 return Known(compute(operand.obj))
             except Exception:  # noqa: BLE001
@@ -2143,7 +2154,7 @@ class Interpreter:
         for target, item in zip(targets[star + 1:], tail):
             self.assign(target, item)
 
-    def store_item(self, container: Value, index: Value, value: Value, node: ast.AST) -> None:
+    def store_item(self, container: Value, index: Value, value: Value, node: Optional[ast.AST]) -> None:
         if self.dunder(container, "__setitem__", [index, value], node, SUBSCR_STORE) is not None:
             return
         if isinstance(container, Tensor):
@@ -2363,15 +2374,24 @@ class Interpreter:
         if signal is not None and signal.kind is Exit.RAISE and node.handlers:
             signal = self.exec_block(node.handlers[0].body)
         else:
-            if node.handlers and len(self.events) > start:
-                self.note(f"try{self.where(node)}: predicted as not raising; if an op in it "
-                          "raises, the ops after it do not run and its except arm runs (predicted as optional)")
-            for handler in node.handlers:  # an op may raise where the prediction cannot tell
-                self.fork([[], handler.body])
+            if not self.decided_guard(start):
+                if node.handlers and len(self.events) > start:
+                    self.note(f"try{self.where(node)}: predicted as not raising; if an op in it raises, the "
+                              "ops after it do not run and its except arm runs (predicted as optional)")
+                for handler in node.handlers:  # an op may raise where the prediction cannot tell
+                    self.fork([[], handler.body])
             if signal is None:
                 signal = self.exec_block(node.orelse)
         final = self.exec_block(node.finalbody)
         return final if final is not None else signal
+
+    def decided_guard(self, start: int) -> bool:
+        """Whether the ``try`` just run is the host's ``TypeError`` guard around ops (events from
+        ``start``) that were all computed: then its ``except`` arm does not run."""
+        frame = self.frame
+        events = self.events[start:]
+        return frame is not None and self.host.type_error_guard(frame.code) and bool(events) \
+            and all(event.computed for event in events)
 
     def exec_Match(self, node: Any) -> Optional[Signal]:
         subject = self.eval(node.subject)
@@ -2611,12 +2631,17 @@ class Interpreter:
             result = handler(args, kwargs)
             if result is not None:
                 return result
+        if isinstance(fn, GETTERS):
+            return getter_call(self, fn, args, kwargs)
         if isinstance(fn, functools.partial):
             return self.call(self.wrap(fn.func), [*(self.wrap(a) for a in fn.args), *args],
                              {**{k: self.wrap(v) for k, v in fn.keywords.items()}, **kwargs})
         if is_pure(fn) or self.host.constant_call(fn):
             # C consumes an iterator it is given: what it runs happens here, and it reads the items
             args = [self.consumed(arg) if isinstance(arg, Lazy) else arg for arg in args]
+            if getattr(fn, "__module__", "") in PURE_MODULES and fn not in TENSOR_QUERIES \
+                    and any(may_hold_tensor(a) for a in (*args, *kwargs.values())):
+                return self.given_tensors(fn, args, kwargs)
             plain = concrete_args(args, kwargs)
             if plain is not None:
                 try:
@@ -2626,6 +2651,20 @@ class Interpreter:
             if fn in NUMERIC or getattr(fn, "__module__", "") in PURE_MODULES:
                 return Opaque(f"{getattr(fn, '__name__', fn)} of unknown values", Nature.NUMBER)
         return None
+
+    def given_tensors(self, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """A ``math`` or ``operator`` function given what may be a tensor, which no handler
+        models: the ``math`` ones that iterate a tensor run its ``__iter__`` here, and read
+        numbers; an ``operator`` one calls operators of the tensor that are not predicted: a gap."""
+        name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__name__', fn)}".lstrip("_")
+        if fn in ITERATING:
+            for arg in (*args, *kwargs.values()):
+                if isinstance(arg, Tensor):
+                    self.iterate(arg)
+        if getattr(fn, "__module__", "") == "math":
+            return Opaque(f"{name} of a tensor", Nature.NUMBER)
+        return self.opaque_call(fn, args, kwargs, f"{name} given a tensor{self.where()}: the tensor operators it "
+                                                  "calls are not predicted")
 
     def container_method(self, name: str, receiver: Value, args: list[Value], kwargs: dict) -> Value:
         """Methods of the lists, tuples and dicts the code builds (``kwargs.get``, ``xs.append``)."""
@@ -2841,6 +2880,8 @@ class Interpreter:
     def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         if not args or isinstance(args[0], Known):
             return None
+        if isinstance(args[0], Tensor):  # the tensor type's __reversed__ (a flip), at the reversed(...) call
+            return self.tensor_special("__reversed__", args)
         items = self.unpack(args[0], None)
         return Seq(list(reversed(items)), list) if items is not None else Opaque("reversed of unknown items")
 
@@ -2910,10 +2951,20 @@ class Interpreter:
 
     def b_abs(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         """``abs(t)`` calls the tensor type's ``__abs__`` from C, at the ``abs(...)`` call."""
-        if len(args) != 1 or not isinstance(args[0], Tensor):
+        return self.tensor_special("__abs__", args) if len(args) == 1 and isinstance(args[0], Tensor) else None
+
+    def b_pow(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``pow(a, b)`` (or ``pow(a, b, None)``) with a tensor among ``a``, ``b``: ``a ** b``,
+        from C at the ``pow(...)`` call (a modulus other than ``None`` makes torch raise)."""
+        if kwargs or len(args) not in (2, 3) or not any(isinstance(a, Tensor) for a in args[:2]) \
+                or len(args) == 3 and not (isinstance(args[2], Known) and args[2].obj is None):
             return None
-        kind, member = self.host.tensor_attribute("__abs__")
-        return self.call(self.wrap(member), [args[0]], {}) if kind is Member.METHOD else None
+        return self.binop("pow", args[0], args[1], None, frozenset())
+
+    def tensor_special(self, name: str, args: list[Value]) -> Optional[Value]:
+        """The tensor type's special method ``name`` called from C on ``args`` at the current place."""
+        kind, member = self.host.tensor_attribute(name)
+        return self.call(self.wrap(member), list(args), {}) if kind is Member.METHOD else None
 
     def b_eval(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         """``eval``/``exec`` of a string: code made at run time, which the prediction does not read."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import math
 import operator
 import re
 import types
@@ -19,7 +20,8 @@ from typing import Any, Callable
 __all__ = ["BINOPS", "CONCRETE", "COMPARE", "MIRROR", "UNARY", "PLAIN", "BINARY", "SUBSCR_LOAD",
            "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "CONTAINS_OPS", "BOOL_OPS", "CONVERT_OPS", "FORMAT_OPS",
            "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "STAR_ITER", "WITH_ENTER", "MAX_UNROLL",
-           "NUMERIC", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr", "hashable", "keep"]
+           "NUMERIC", "TENSOR_QUERIES", "ITERATING", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr",
+           "hashable", "keep"]
 
 BINOPS: dict[type, str] = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.MatMult: "matmul", ast.Div: "truediv",
@@ -81,6 +83,14 @@ _PURE = {builtins.len, builtins.isinstance, builtins.issubclass, builtins.hasatt
 NUMERIC = frozenset({builtins.len, builtins.int, builtins.float, builtins.bool, builtins.round, builtins.id,
                      builtins.hash, builtins.repr, builtins.str, builtins.format})
 PURE_MODULES = ("math", "operator", "_operator")
+#: Functions of ``PURE_MODULES`` that, given a tensor, run none of its ops the capture records:
+#: they read it as a number, a truth value, a length or an identity (the ``math`` ones not
+#: listed in ``ITERATING`` take numbers; ``operator``'s other functions given a tensor call its
+#: operators, which ``callbacks`` models or the prediction says it cannot).
+TENSOR_QUERIES = frozenset({operator.not_, operator.truth, operator.is_, operator.is_not, operator.index,
+                            operator.length_hint, operator.contains})
+#: ``math`` functions that iterate an argument (a tensor's rows: its ``__iter__`` runs).
+ITERATING = frozenset({math.fsum, math.prod, math.dist, *([math.sumprod] if hasattr(math, "sumprod") else [])})
 #: Methods of concrete builtin values that mutate them.
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
                        "add", "discard", "sort", "reverse", "popitem", "__setitem__", "__delitem__",

@@ -50,6 +50,9 @@ REPORTED = {
     "SortedThree": f"sorted compares 3 tensors at {line_of(H.SortedThree, 'sorted(')} in SortedThree.forward: how "
                    "many comparisons (ops) run depends on their values",
 }
+REPORTED["CFunctionGivenTensors"] = (
+    f"heappush (C code of module _heapq) given a tensor at {line_of(H.CFunctionGivenTensors, 'heappush(')} in "
+    "CFunctionGivenTensors.forward: the ops it may run are not predicted")
 REPORTED["SuppressedKeyError"] = f"{{'a': x}}['b'] raises KeyError at {line_of(H.SuppressedKeyError, '.cos()')}"
 REPORTED["GeneratorLeftInFinally"] = (f"generator rows ({line_of(H.GeneratorLeftInFinally, 'def rows')}) is left at a "
                                       "yield and closed later: what its finally or __exit__ runs then is not predicted")
@@ -87,7 +90,7 @@ def test_exact_where_it_says_nothing():
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
-             "InputWritten"]
+             "InputWritten", "OperatorFunctions"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -96,6 +99,32 @@ def test_exact_where_it_says_nothing():
         pred = tl.predict(model, *inputs)
         report = tl.trace(model, *inputs).check_prediction(pred)
         assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, (name, str(report))
+
+
+def test_operator_functions_and_builtins_given_tensors_run_the_tensors_operators():
+    model, inputs = MODELS["OperatorFunctions"]
+    pred = tl.predict(model, *inputs)
+    counts = {layer.func_name: str(layer.count) for layer in pred.layers}
+    assert {name: counts.get(name) for name in ("neg", "positive", "abs", "invert", "getitem", "setitem", "add_",
+                                                "matmul", "lshift", "rshift", "ilshift", "pow", "rpow", "reversed",
+                                                "unbind", "T", "sum", "relu")} == {
+        "neg": "2", "positive": "1", "abs": "1", "invert": "1", "getitem": "2", "setitem": "1", "add_": "1",
+        "matmul": "1", "lshift": "1", "rshift": "1", "ilshift": "1", "pow": "1", "rpow": "1", "reversed": "1",
+        "unbind": "1", "T": "2", "sum": "1", "relu": "1"}, counts  # neg: a layer and map's; T: attrgetter("T.T")
+    c_code, _ = MODELS["CFunctionGivenTensors"]
+    said = [g.why for g in tl.predict(c_code, *inputs).gaps]
+    assert any("operator.countOf given a tensor" in why for why in said), said
+
+
+def test_torchs_type_error_guard_is_decided_by_the_computed_op_and_a_models_own_try_is_not():
+    model, inputs = MODELS["ReflectedOperators"]
+    pred = tl.predict(model, *inputs)
+    own = f"try at {line_of(H.ReflectedOperators, 'try:')} in ReflectedOperators.forward"
+    assert [note.split(": predicted")[0] for note in pred.notes] == [own], pred.notes
+    assert tl.trace(model, *inputs).check_prediction(pred).ok
+    assert {layer.func_name for layer in pred.layers} >= {"rsub", "rdiv", "pow", "rpow", "floordiv", "rmod"}
+    unknown = tl.predict(model)  # without inputs nothing is computed: the guard's try is not decided
+    assert any("_handle_torch_function_and_wrap_type_error_to_not_implemented" in note for note in unknown.notes)
 
 
 def test_conditions_on_built_lists_joined_maps_and_versions_are_decided():

@@ -61,6 +61,10 @@ _OP_NAMESPACES = frozenset({"torch._C._nn", "torch._C._linalg", "torch._C._speci
 _TENSOR_VALUED = frozenset({"data", "grad"})
 _C_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
             types.WrapperDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType)
+#: The code of the wrapper torch puts around many tensor operators (``__rsub__``, ``__pow__``,
+#: ``__floordiv__``...): it dispatches to the mode and turns a ``TypeError`` into ``NotImplemented``.
+_GUARD_MAKER = getattr(torch._tensor, "_handle_torch_function_and_wrap_type_error_to_not_implemented", None)
+_TYPE_ERROR_GUARD = getattr(_GUARD_MAKER(len), "__code__", None) if _GUARD_MAKER is not None else None
 
 
 #: Operator dunders whose op name the capture reports under another name (``x / 2`` is ``div``).
@@ -209,6 +213,9 @@ class TorchHost(Host):
             return True
         return isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("torch.") \
             and fn not in self._transforms
+
+    def type_error_guard(self, code: Any) -> bool:
+        return code is _TYPE_ERROR_GUARD is not None
 
     def dispatch_op(self, fn: Any) -> Optional[str]:
         """As the capture's mode classifies what ``handle_torch_function`` hands it. torch's own

@@ -10,7 +10,9 @@ import collections.abc
 import contextlib
 import dataclasses
 import functools
+import heapq
 import itertools
+import math
 import operator
 import typing
 from typing import Any
@@ -654,6 +656,58 @@ class Operators(nn.Module):
         return total.t, shifted.t, doubled.t, found
 
 
+class OperatorFunctions(nn.Module):
+    """``operator``'s functions and builtins given tensors run the tensor's operators from C at
+    their call: unary, item and in-place forms, shifts, ``pow`` (with ``None`` as modulus),
+    ``reversed`` (the tensor's ``__reversed__``), ``math.fsum`` (iterates it), ``map`` of an
+    operator, ``itemgetter``/``attrgetter``/``methodcaller`` objects, and ``operator.call``."""
+
+    def forward(self, x):
+        y = operator.neg(x) + operator.pos(x) + operator.abs(x)
+        flags = operator.inv(x > 0).float()
+        row = operator.getitem(y, 0)
+        operator.setitem(y, 1, row)
+        y = operator.iadd(y, 1.0)
+        y = operator.imatmul(y, x.t() @ x)
+        bits = operator.rshift(operator.lshift(x.long(), 2), 1)
+        bits = operator.ilshift(bits, 1)
+        z = pow(y, 2) + pow(y, 3, None) + pow(2.0, flags.sum())
+        flipped = torch.stack(list(reversed(z)))
+        total = math.fsum(z[0])
+        negs = torch.stack(list(map(operator.neg, [x, flipped])))
+        first = operator.itemgetter(0, 1)(negs)[1]
+        picked = operator.attrgetter("T.T")(first) + operator.methodcaller("sum", dim=0)(negs)
+        called = operator.call(torch.relu, picked) if hasattr(operator, "call") else torch.relu(picked)
+        return called * total, bits
+
+
+class ReflectedOperators(nn.Module):
+    """Operators torch wraps in its ``TypeError`` -> ``NotImplemented`` guard (``1 - x``,
+    ``x ** 2``...): exact where the op is computed; a ``try`` of the model's own still says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 2.0
+
+    def forward(self, x):
+        y = (1 - x) + 2 / (x + 1) + x ** 2 + 2 ** x + x // 0.5 + 3 % (x + 1)
+        try:
+            y = y * self.scale
+        except TypeError:
+            y = y.relu()
+        return y
+
+
+class CFunctionGivenTensors(nn.Module):
+    """C code of a module that the prediction does not model, given tensors: ``heapq.heappush``
+    compares them (an op), ``operator.countOf`` compares each item (ops): gaps."""
+
+    def forward(self, x):
+        heap = [x[0, 0]]
+        heapq.heappush(heap, x[1, 0])
+        return x * operator.countOf(list(x[0]), 0.5) * heap[0]
+
+
 class PlainChecks(nn.Module):
     """Conditions on lists and tuples the code builds, ``str.join`` of a ``map`` and version
     checks with ``packaging`` are decided."""
@@ -946,7 +1000,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              LiveCaches, CacheUnderBranch, FlagsAndShapes, LostFlag,
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
-             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass]
+             SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
+             ReflectedOperators]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
