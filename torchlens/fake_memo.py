@@ -55,6 +55,8 @@ from typing import Any, NamedTuple, Optional
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from .fake_direct import fresh
+
 __all__ = ["OpMemo", "UNKNOWN", "Raises", "MISS", "KEYS", "PER_KEY", "tensor_key"]
 
 #: Keys kept at most, and calls kept per key.
@@ -332,9 +334,10 @@ class OpMemo:
 
         Calls with one key give results of the same metadata, so the ``k``-th call's fresh
         tensors can be made after the ``k-1``-th's: a view of an argument as that argument
-        ``as_strided`` to the view's geometry, a tensor not a view as a clone of the earlier
-        one, a view of a tensor the op made (``linear``) as a clone of that tensor
-        ``as_strided``: one or two dispatches instead of the op's whole decomposition
+        ``as_strided`` to the view's geometry, a tensor not a view made like the earlier one
+        (:func:`~torchlens.fake_direct.fresh`, no dispatch), a view of a tensor the op made
+        (``linear``) as such a copy of that tensor ``as_strided``: none or one dispatch
+        instead of the op's whole decomposition
         (``linear`` is about a dozen, a ``view`` goes through torch's Python), which is most
         of a cold prediction of a model repeating a block (swin_s: 18 blocks of one shape).
         Only where what is made has every bit of metadata the op's own output has: its
@@ -343,7 +346,7 @@ class OpMemo:
         has the metadata it was made with, version 0 and no constant. Not for views made
         together (``split``: torch treats writes into them apart). An argument returned is
         this call's argument; a value (or a raise) is the same. What is made has another
-        ``grad_fn`` (``CloneBackward0``, ``AsStridedBackward0``: fakes are never run backward)."""
+        ``grad_fn`` (``_FreshBackward``, ``AsStridedBackward0``: fakes are never run backward)."""
         if not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None:
             return MISS
         if not outcome.parts:
@@ -356,23 +359,30 @@ class OpMemo:
             if part.version is not None or part.constant is not None:
                 return MISS
             made = part.stamp[0]
-            with self.mode:
-                if part.alias is not None:
-                    fresh = _as_strided(inputs[part.alias], made)
-                elif part.base is not None:
-                    base, stamp = part.base
-                    if base._version or _stamp(base) != stamp:
-                        return MISS
-                    fresh = _as_strided(torch.ops.aten.clone.default(base), made)
-                else:
-                    tensor = part.tensor
-                    if tensor._version or _stamp(tensor) != part.stamp:
-                        return MISS
-                    fresh = torch.ops.aten.clone.default(tensor)
-            if tensor_key(fresh) != made:
+            if part.alias is not None:
+                with self.mode:
+                    again = _as_strided(inputs[part.alias], made)
+            elif part.base is not None:
+                base, stamp = part.base
+                if base._version or _stamp(base) != stamp or (copy := self._fresh(base, inputs)) is None:
+                    return MISS
+                with self.mode:
+                    again = _as_strided(copy, made)
+            else:
+                tensor = part.tensor
+                if tensor._version or _stamp(tensor) != part.stamp or (again := self._fresh(tensor, inputs)) is None:
+                    return MISS
+            if tensor_key(again) != made:
                 return MISS
-            out.append(fresh)
+            out.append(again)
         return out[0] if outcome.kind is None else outcome.kind(out)
+
+    def _fresh(self, tensor: Any, inputs: list) -> Any:
+        """A tensor made like ``tensor`` (a fake the op made, no view), as the op's output is
+        (:func:`~torchlens.fake_direct.fresh`: no dispatch), or ``None``."""
+        anchor = next((t for t in inputs if t.requires_grad), None)
+        return fresh(self.mode, tensor.shape, tensor.stride(), tensor.dtype, tensor.fake_device, tensor.requires_grad,
+                     anchor)
 
     @staticmethod
     def before(inputs: list) -> list:

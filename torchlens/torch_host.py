@@ -29,6 +29,7 @@ from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
+from .fake_direct import fresh, on_twins
 from .fake_memo import MISS, UNKNOWN, OpMemo, Raises
 
 __all__ = ["TorchHost", "FakeShapes", "quiet_fake_errors"]
@@ -551,6 +552,9 @@ class FakeShapes:
                 like = _batch_norm_like(mode, plain)
                 if like is not None:
                     return like
+            made = on_twins(mode, fn, plain, plain_kw)
+            if made is not None:
+                return made
             with mode, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if isinstance(fn, str):  # a view property (.T, .mT)
@@ -604,17 +608,19 @@ def _batch_norm_like(mode: Any, args: list) -> Any:
     """What ``torch.batch_norm`` (not training, a contiguous input: :func:`_like_its_input`)
     gives on fakes, or ``None`` to run it: ``empty_like`` its input where the output needs no
     grad; where it does (grad enabled and the input, weight, bias or a running statistic
-    requires it: every model whose parameters require grad), a clone of the input if the
-    input requires grad (same metadata, ``requires_grad`` and not a leaf, as the op's own;
-    one cached dispatch), else ``None``. (``empty_like`` alone there made an output without
-    grad: a branch on ``y.requires_grad`` after a batch norm was predicted wrong, no gap.)"""
+    requires it: every model whose parameters require grad), a fake like the input that
+    requires grad and is no leaf, as the op's own (:func:`~torchlens.fake_direct.fresh`, no
+    dispatch). (``empty_like`` alone there made an output without grad: a branch on
+    ``y.requires_grad`` after a batch norm was predicted wrong, no gap.)"""
     x = args[0]
-    if not (torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args[:5])):
+    anchor = next((a for a in args[:5] if isinstance(a, torch.Tensor) and a.requires_grad), None)
+    if not torch.is_grad_enabled() or anchor is None:
         return _empty_like(mode, x)
-    if not x.requires_grad:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if any(type(t) is not FakeTensor or t.fake_mode is not mode for t in (x, anchor)):
         return None
-    with mode:
-        return torch.ops.aten.clone.default(x)
+    return fresh(mode, x.shape, x.stride(), x.dtype, x.fake_device, True, anchor)
 
 
 def _empty_like(mode: Any, fake: Any) -> Any:

@@ -1,0 +1,178 @@
+"""Fakes made without the fake mode's dispatch (:mod:`torchlens.fake_direct`) equal the mode's own."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchlens.fake_direct import fresh, on_twins, ops
+from torchlens.torch_host import FakeShapes
+
+
+def _everything(t, mode, inputs) -> tuple:
+    """All a fake has that a prediction (or the code it reads) can see, its view and storage
+    relations to ``inputs`` included (not its ``grad_fn``'s type: ``grad_fn is None`` only)."""
+    if not isinstance(t, torch.Tensor):
+        return ("value", t)
+    base = t._base
+    storage = t.untyped_storage()._cdata
+    return (type(t), t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.fake_device, t.layout,
+            t.requires_grad, t.is_leaf, t._is_view(), t.untyped_storage().nbytes(), t.is_conj(), t.is_neg(),
+            t.is_inference(), t._version, t.grad_fn is None, t.constant is None, t.fake_mode is mode,
+            [k for k, i in enumerate(inputs) if i is t], [k for k, i in enumerate(inputs)
+                                                         if i.untyped_storage()._cdata == storage],
+            None if base is None else (base.shape, base.stride(), base.requires_grad, base.is_leaf,
+                                       base.untyped_storage().nbytes(), [k for k, i in enumerate(inputs) if i is base]))
+
+
+def _layouts(shape: tuple, dtype: torch.dtype, grad: bool) -> list:
+    """Live tensors of ``shape`` laid out every way a model's tensors are (contiguous, permuted,
+    channels-last, expanded, a slice with a storage offset, a view of a parameter)."""
+    base = torch.randn(shape).to(dtype)
+    out = [base, base.transpose(-1, -2).contiguous().transpose(-1, -2)]
+    if len(shape) == 4:
+        out.append(base.contiguous(memory_format=torch.channels_last))
+    out.append(torch.randn(shape[-1]).to(dtype).expand(shape))
+    wide = torch.randn(*shape[:-1], shape[-1] + 2).to(dtype)
+    out.append(wide[..., 1:-1])
+    if grad:
+        out = [t.clone().requires_grad_() if t.is_leaf and not t._is_view() else nn.Parameter(t.clone()) * 1
+               for t in out]
+        out.append(nn.Parameter(base.clone())[..., :])  # a view of a leaf that requires grad
+    return out
+
+
+def _cases(x, y, w, b, v, mask):
+    """(op, args, kwargs): ``x`` 4-d, ``y`` like ``x``, ``w``/``b`` a linear's weight and bias,
+    ``v`` a vector of ``x``'s last size, ``mask`` a bool tensor like ``x``."""
+    n = x.shape[-1]
+    yield from ((fn, (x, other), {}) for fn in (torch.add, torch.sub, torch.mul, torch.Tensor.__add__,
+                                                torch.Tensor.__sub__, torch.Tensor.__mul__, torch.Tensor.__truediv__,
+                                                torch.Tensor.__radd__, torch.Tensor.__rmul__, torch.Tensor.add,
+                                                torch.Tensor.mul, torch.div)
+                for other in (y, v, 2, 0.5))
+    yield torch.Tensor.__rsub__, (x, 1.0), {}
+    yield torch.Tensor.__rtruediv__, (x, 1.0), {}
+    yield torch.add, (x, y), {"alpha": 2}
+    for fn in (torch.Tensor.__neg__, torch.neg, torch.relu, torch.sigmoid, torch.tanh, torch.exp, torch.Tensor.relu,
+               torch.Tensor.sigmoid, torch.Tensor.exp, torch.abs, torch.rsqrt, torch.sqrt, torch._C._nn.gelu,
+               torch._C._nn.silu, torch._C._nn.hardswish, torch._C._nn.hardsigmoid, torch.Tensor.contiguous,
+               torch.Tensor.t if x.dim() == 2 else torch.Tensor.contiguous):
+        yield fn, (x,), {}
+    yield torch._C._nn.gelu, (x,), {"approximate": "tanh"}
+    yield torch.clamp, (x, -0.5, 0.5), {}
+    yield torch.Tensor.clamp, (x,), {"min": 0.0}
+    yield torch.clamp_min, (x, 1e-6), {}
+    yield torch.Tensor.clamp_max, (x, 3.0), {}
+    yield torch.Tensor.masked_fill, (x, mask, -100.0), {}
+    yield torch.Tensor.softmax, (x, -1), {}
+    yield torch.softmax, (x, 1), {}
+    yield torch.log_softmax, (x, -1), {}
+    yield torch._C._nn.linear, (x, w, b), {}
+    yield torch._C._nn.linear, (x, w), {}
+    yield torch.matmul, (x, w.t()), {}
+    yield torch.Tensor.__matmul__, (x, y.transpose(-1, -2)), {}
+    yield torch.layer_norm, (x, (n,), v, v, 1e-5), {}
+    yield torch.layer_norm, (x, (n,)), {}
+    yield torch.mean, (x, -1), {"keepdim": True}
+    yield torch.Tensor.mean, (x, (1, 2)), {}
+    yield torch.Tensor.sum, (x, 1), {}
+    yield torch.amax, (x, -1), {}
+    yield torch.Tensor.unsqueeze, (x, -1), {}
+    yield torch.Tensor.permute, (x, *reversed(range(x.dim()))), {}
+    yield torch.Tensor.transpose, (x, 0, 1), {}
+    yield torch.Tensor.swapaxes, (x, 1, -1), {}
+    yield torch.Tensor.unsqueeze, (x, 1), {}
+    yield torch.Tensor.squeeze, (x, 0), {}
+    yield torch.Tensor.squeeze, (x,), {}
+    yield torch.Tensor.unsqueeze, (x, 0), {}
+    yield torch.Tensor.expand, (x[..., :1], *x.shape), {}
+    yield torch.Tensor.expand_as, (v, x), {}
+    yield torch.Tensor.narrow, (x, -1, 1, n - 1), {}
+    yield torch.Tensor.select, (x, 1, 0), {}
+    for index in (0, (slice(None), 1), (Ellipsis, slice(1, None)), (None, slice(None, None, 2)),
+                  (slice(None), slice(None), 0, -1), (slice(-1, None),)):
+        yield torch.Tensor.__getitem__, (x, index), {}
+    yield torch.cat, ([x, y], -1), {}
+    yield torch.cat, ((x, y, x), 1), {}
+    yield torch.stack, ([x, y], 1), {}
+    yield torch.roll, (x, (1, -1), (1, 2)), {}
+    yield torch.roll, (x, 2), {}
+    yield F.pad, (x, (1, 2)), {}
+    yield F.pad, (x, (0, 0, 1, 1)), {"value": -1.0}
+
+
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_ops_on_meta_twins_equal_the_fake_mode_s_own(grad_mode) -> None:
+    """For every op of :func:`ops`, on many layouts, dtypes and grad settings: where
+    :func:`on_twins` gives a fake, it equals what the fake mode gives in everything a fake has;
+    and it gives one in most cases (it is not a path that never runs)."""
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    made, seen, compared, differ = set(), set(), 0, {}  # type: ignore[var-annotated]
+    dtypes = [torch.float32, torch.bfloat16] if grad_mode else [torch.float64]
+    for shape, dtype, grad in itertools.product([(1, 6, 4, 4), (3, 1, 5, 2)], dtypes, [False, True]):
+        ws = [shapes.fake(t) for t in (nn.Parameter(torch.randn(7, shape[-1]).to(dtype), requires_grad=grad),
+                                       nn.Parameter(torch.randn(7).to(dtype), requires_grad=grad))]
+        mask = shapes.fake(torch.rand(shape) > 0.5)
+        for x, y in zip(_layouts(shape, dtype, grad), reversed(_layouts(shape, dtype, False))):
+            x, y, v = shapes.fake(x), shapes.fake(y), shapes.fake(torch.randn(shape[-1]).to(dtype).requires_grad_(grad))
+            for fn, args, kwargs in _cases(x, y, *ws, v, mask):
+                inputs = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+                inputs += [t for a in args if isinstance(a, (list, tuple)) for t in a if isinstance(t, torch.Tensor)]
+                seen.add(fn)
+                with torch.set_grad_enabled(grad_mode):
+                    try:
+                        with mode:
+                            own = fn(*args, **kwargs)
+                    except Exception:  # noqa: BLE001 - a dtype the op refuses: the twins must not answer
+                        assert on_twins(mode, fn, list(args), kwargs) is None, fn
+                        continue
+                    direct = on_twins(mode, fn, list(args), kwargs)
+                if direct is None:
+                    continue
+                made.add(fn)
+                compared += 1
+                if _everything(direct, mode, inputs) != _everything(own, mode, inputs):
+                    differ[getattr(fn, "__qualname__", fn)] = (shape, dtype, grad)
+    assert not differ, differ
+    assert seen <= ops() and made == seen, sorted(map(str, seen - made))
+    assert compared > 1000
+
+
+def test_fresh_fakes_are_an_op_s_outputs() -> None:
+    """:func:`fresh` makes what a clone made on the fake mode is, with and without grad."""
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    for grad in (False, True):
+        x = shapes.fake(torch.randn(2, 3, 4).requires_grad_(grad))
+        with mode:
+            own = torch.ops.aten.clone.default(x)
+        made = fresh(mode, x.shape, x.stride(), x.dtype, x.fake_device, grad, x)
+        assert _everything(made, mode, [x]) == _everything(own, mode, [x])
+    with torch.no_grad():
+        assert fresh(mode, (2,), (1,), torch.float32, torch.device("cpu"), True, x) is None
+
+
+def test_what_the_twins_cannot_stand_for_goes_to_the_fake_mode() -> None:
+    """A constant, an inference tensor, a live tensor, an object, an op not listed, a tensor index,
+    an active mode: no answer (the fake mode's run decides)."""
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    x = shapes.fake(torch.randn(2, 3))
+    with mode:
+        constant = torch.tensor(2.0)
+    with torch.inference_mode():
+        inference = shapes.fake(torch.randn(2, 3))
+    index = shapes.fake(torch.tensor([0, 1]))
+    for fn, args in [(torch.add, (x, constant)), (torch.add, (x, inference)), (torch.add, (x, torch.randn(2, 3))),
+                     (torch.add, (x, object())), (torch.nonzero, (x,)), (torch.Tensor.__getitem__, (x, index)),
+                     (torch.Tensor.add_, (x, 1)), (torch.Tensor.view, (x, 5, 7))]:
+        assert on_twins(mode, fn, list(args), {}) is None, fn
+    with torch.autocast("cpu"):
+        assert on_twins(mode, torch.add, [x, x], {}) is None
+    assert on_twins(mode, torch.add, [x, x], {}) is not None
