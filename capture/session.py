@@ -2,9 +2,10 @@
 
 Interception is a ``torch.overrides.TorchFunctionMode`` installed for the forward pass and
 removed after it. Module calls are tracked by a capture-scoped patch of
-``nn.Module._call_impl`` (a plain attribute: patching it costs microseconds, where a dunder
-like ``__call__`` re-slots every subclass), which gives each op its scope (the innermost
-module instance) and each module its numbered calls; buffer reassignments arrive through
+``nn.Module._call_impl``: torch's function runs the capture's code (:data:`_ROUTED`, its
+``__code__`` swapped; no class attribute is written, which would invalidate the type caches of
+every ``nn.Module`` subclass), which gives each op its scope (the innermost module instance)
+and each module its numbered calls; buffer reassignments arrive through
 torch's buffer-registration hook. Everything is undone when the forward pass ends, also
 when the model raises or an interrupt lands (see :mod:`capture.patches`); the model's
 exception propagates as itself with a note saying where it happened.
@@ -25,7 +26,7 @@ import weakref
 from functools import partial
 from itertools import chain, compress, repeat, takewhile
 from operator import is_, lt, sub, truth
-from types import FrameType
+from types import CodeType, FrameType, FunctionType
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, cast
 
 import torch
@@ -55,7 +56,11 @@ _INSTALLED = Stage.INSTALLED
 _get_ident = threading.get_ident
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
-_CALL_IMPL_FUNC = nn.Module._call_impl
+#: torch's ``nn.Module._call_impl`` function, and a copy of it (the same code and globals): what
+#: a capture calls to run a module call, since the function itself runs :data:`_ROUTED` then.
+_CALL_IMPL_TORCH = nn.Module._call_impl
+_CALL_IMPL_FUNC = FunctionType(_CALL_IMPL, _CALL_IMPL_TORCH.__globals__, _CALL_IMPL_TORCH.__name__)
+_CALL_IMPL_FUNC.__qualname__ = _CALL_IMPL_TORCH.__qualname__
 _ScriptModule = torch.jit.ScriptModule
 #: torch's process-wide buffer-registration hooks (also run by ``module.buffer = t``).
 _BUFFER_HOOKS = torch.nn.modules.module._global_buffer_registration_hooks
@@ -768,6 +773,31 @@ class _Serving:
 _SERVING = _Serving()
 
 
+def _route_template(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    # The code torch's ``_call_impl`` function runs while a capture is installed (:data:`_ROUTED`,
+    # where the two strings are the objects they name): ``__globals__`` stays torch's, so what the
+    # code reads it holds as constants.
+    capture = "<serving>".capture  # type: ignore[attr-defined]
+    if capture is None:
+        return "<call_impl>".__call__(module, *args, **kwargs)  # type: ignore[operator]
+    return capture.call_module(module, args, kwargs)
+
+
+def _routed_code() -> CodeType:
+    code = _route_template.__code__
+    objects = {"<serving>": _SERVING, "<call_impl>": _CALL_IMPL_FUNC}
+    return code.replace(co_consts=tuple(objects.get(c, c) if type(c) is str else c for c in code.co_consts))
+
+
+#: Module calls are routed to the capture by swapping the ``__code__`` of torch's own
+#: ``nn.Module._call_impl`` function for this code: a function attribute, where setting the class
+#: attribute (:func:`_module_call`, used when the class holds another function) makes CPython
+#: invalidate the type caches of ``nn.Module`` and every subclass, on install and again on
+#: removal (hundreds with ``transformers`` loaded: tens of microseconds each time, and the
+#: forward pass refilling them).
+_ROUTED = _routed_code()
+
+
 def _module_call(original: Callable) -> Callable:
     def _call_impl(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         capture = _SERVING.capture
@@ -852,12 +882,15 @@ def _torch_patches() -> Patches:
     """
     owners = (*_FIXED_OWNERS, *map(sys.modules.get, _OWNER_NAMES))
     values = tuple(map(getattr, owners, _ATTRIBUTES, repeat(_MISSING)))
-    now = (*owners, *values, *(owner.__dict__.get(attr, _MISSING) for owner, attr in _CLASS_TARGETS))
+    now = (*owners, *values, *(owner.__dict__.get(attr, _MISSING) for owner, attr in _CLASS_TARGETS),
+           _CALL_IMPL_TORCH.__code__)
     if _planned and all(map(is_, _planned[0][0], now)):
         return _planned[0][1]
     patches = Patches()
     for (_, attr, wrap), owner, value in zip(_PATCH_TARGETS, owners, values):
-        if owner is not None and value is not _MISSING:
+        if owner is nn.Module and value is _CALL_IMPL_TORCH:  # torch's own function: swap its code
+            patches.plan(value, "__code__", _ROUTED)
+        elif owner is not None and value is not _MISSING:
             patches.plan(owner, attr, wrap(cast(Callable, value)))
     _planned[:] = [(now, patches)]
     return patches
@@ -991,8 +1024,8 @@ def _own_codes() -> tuple:
     seen = set()
     while todo:
         item = todo.pop()
-        code = getattr(item, "__code__", item if hasattr(item, "co_code") else None)
-        if code is None or id(code) in seen or code.co_filename != __file__:
+        code = getattr(item, "__code__", item)
+        if type(code) is not CodeType or id(code) in seen or code.co_filename != __file__:
             continue
         seen.add(id(code))
         out.append(code)

@@ -29,7 +29,7 @@ def patched_state():
     import torch._functorch.eager_transforms as eager
 
     return (
-        nn.Module.__call__, nn.Module._call_impl, nn.Module.__setattr__,
+        nn.Module.__call__, nn.Module._call_impl, nn.Module._call_impl.__code__, nn.Module.__setattr__,
         tuple(torch.nn.modules.module._global_buffer_registration_hooks),
         tuple(torch.Tensor.__dict__.get(n) for n in ("__radd__", "__rmul__", "__rand__", "__ror__", "__rxor__")),
         F.has_torch_function, F.has_torch_function_unary, F.has_torch_function_variadic,
@@ -120,6 +120,51 @@ def test_a_patched_function_kept_after_its_capture_calls_what_it_replaced():
     finally:
         torch.set_default_dtype(torch.float32)
     assert torch.equal(model(x), model.lin(x)) and patched_state() == before
+
+
+def test_module_calls_are_routed_without_writing_a_class_attribute():
+    """torch's ``_call_impl`` runs the capture's code while it is installed: ``nn.Module``'s own
+    attributes (whose writes invalidate every subclass's type cache) are never written."""
+    seen = []
+
+    class Looks(nn.Module):
+        def forward(self, x):
+            seen.append((nn.Module.__dict__["_call_impl"], nn.Module._call_impl.__code__))
+            return x + 1
+
+    impl, code = nn.Module._call_impl, nn.Module._call_impl.__code__
+    trace = tl.trace(Looks(), torch.ones(2))
+    assert seen[0][0] is impl and seen[0][1] is not code and nn.Module._call_impl.__code__ is code
+    assert [call.label for call in trace.modules["self"].calls] == ["self:1"]
+
+
+def _forward_only(self, *args, **kwargs):
+    # Another tool's ``_call_impl`` (no closure): runs ``forward`` without hooks.
+    return self.forward(*args, **kwargs)
+
+
+def test_a_call_impl_another_tool_put_in_place_is_routed_then_put_back():
+    model, x = Mixed(), torch.ones(2, 4)
+    impl, code = nn.Module._call_impl, nn.Module._call_impl.__code__
+    tl.trace(model, x)  # the patches as torch had it
+    impl.__code__ = _forward_only.__code__  # its code swapped by another tool between traces
+    try:
+        trace = tl.trace(model, x)
+        assert nn.Module._call_impl.__code__ is _forward_only.__code__
+    finally:
+        impl.__code__ = code
+    assert [call.label for call in trace.modules["lin"].calls] == ["lin:1"]
+
+    def wrapper(self, *args, **kwargs):  # the class attribute replaced by a closure
+        return impl(self, *args, **kwargs)
+
+    nn.Module._call_impl = wrapper
+    try:
+        trace = tl.trace(model, x)
+        assert nn.Module.__dict__["_call_impl"] is wrapper and impl.__code__ is code
+    finally:
+        nn.Module._call_impl = impl
+    assert [call.label for call in trace.modules["lin"].calls] == ["lin:1"]
 
 
 def test_the_removal_pops_every_copy_of_the_mode_on_top_and_nothing_below():

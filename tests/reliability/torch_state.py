@@ -26,6 +26,7 @@ def snapshot() -> dict:
     modules = torch.nn.modules.module
     for table in ("_global_buffer_registration_hooks", "_global_forward_hooks", "_global_forward_pre_hooks"):
         state[table] = tuple(getattr(modules, table).items())
+    state["nn.Module._call_impl code"] = id(nn.Module._call_impl.__code__)
     state["mode stack depth"] = torch._C._len_torch_function_stack()
     state["grad mode"] = torch.is_grad_enabled(), torch.is_inference_mode_enabled()
     state["default dtype"] = torch.get_default_dtype()
