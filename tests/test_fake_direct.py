@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchlens.fake_direct import fresh, on_twins, ops
+from torchlens.fake_direct import NOT_DONE, fresh, in_place, on_twins, ops
 from torchlens.torch_host import FakeShapes
 
 
@@ -176,3 +176,63 @@ def test_what_the_twins_cannot_stand_for_goes_to_the_fake_mode() -> None:
     with torch.autocast("cpu"):
         assert on_twins(mode, torch.add, [x, x], {}) is None
     assert on_twins(mode, torch.add, [x, x], {}) is not None
+
+
+def _written(x, v):
+    """(in-place op, args) writing into ``x`` (``v`` a plain number)."""
+    yield from ((fn, (x,)) for fn in (torch.relu_, torch.Tensor.relu_, torch.Tensor.zero_, torch._C._nn.hardswish_,
+                                      torch._C._nn.hardsigmoid_, torch._C._nn.silu_, torch._C._nn.relu6_,
+                                      torch.Tensor.sigmoid_, torch.Tensor.tanh_))
+    yield torch._C._nn.hardtanh_, (x, -1.0, 1.0)
+    yield from ((fn, (x, v)) for fn in (torch.Tensor.fill_, torch.Tensor.add_, torch.Tensor.sub_, torch.Tensor.mul_,
+                                        torch.Tensor.div_, torch.Tensor.__iadd__, torch.Tensor.__isub__,
+                                        torch.Tensor.__imul__, torch.Tensor.__itruediv__))
+    for index in (0, (slice(None), 1), (Ellipsis, slice(1, None)), (slice(-1, None), slice(0, 1)), (None, 0),
+                  (slice(None), slice(None), 0, -1), 99):
+        yield torch.Tensor.__setitem__, (x, index, v)
+
+
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_in_place_ops_done_without_the_fake_mode_do_what_it_does(grad_mode) -> None:
+    """Each in-place op of :func:`in_place`, on fakes laid out every way, with and without grad
+    (a leaf, an op's output, a view of either): where it is done without the fake mode, the
+    fake written, its base and the op's answer equal what the fake mode's own run gives to an
+    equal fake (version counter included); where the fake mode raises, it is not done."""
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    done, seen, differ = set(), set(), {}
+    for shape, dtype, grad in [((1, 6, 4, 4), torch.float32, True), ((3, 1, 5, 2), torch.float32, False),
+                               ((3, 1, 5, 2), torch.int64, False)][:3 if grad_mode else 2]:
+        for layout, live in enumerate(_layouts(shape, dtype, grad)):
+            for form in ("leaf", "output", "view"):
+                for v in (2,) if dtype is torch.int64 else (0.5,):
+                    for k, (fn, _) in enumerate(_written(None, v)):
+                        pair = []
+                        for _ in range(2):
+                            x = shapes.fake(live.detach().clone().requires_grad_(live.requires_grad))
+                            if form != "leaf":
+                                with mode:
+                                    x = x * 1
+                            if form == "view":
+                                x = x[..., :]
+                            pair.append(x)
+                        (_, args), (_, own_args) = list(_written(pair[0], v))[k], list(_written(pair[1], v))[k]
+                        seen.add(fn)
+                        with torch.set_grad_enabled(grad_mode):
+                            try:
+                                with mode:
+                                    own = fn(*own_args)
+                            except Exception:  # noqa: BLE001 - refused (a leaf that requires grad, a dtype)
+                                assert in_place(mode, fn, list(args), {}) is NOT_DONE, fn
+                                continue
+                            made = in_place(mode, fn, list(args), {})
+                        if made is NOT_DONE:
+                            continue
+                        done.add(fn)
+                        mine, theirs = ((_everything(out, mode, [target]), _everything(target, mode, []),
+                                         None if target._base is None else _everything(target._base, mode, []))
+                                        for out, target in ((made, pair[0]), (own, pair[1])))
+                        if mine != theirs:
+                            differ[getattr(fn, "__qualname__", fn)] = (shape, dtype, grad, layout, form, v)
+    assert not differ, differ
+    assert done == seen, sorted(map(str, seen - done))

@@ -31,6 +31,11 @@ meta function, each step through the mode's cache): most of a cold prediction of
   raise on the twins, goes to the fake mode as before (an error is its to tell).
   ``tests/test_fake_direct.py`` compares every op of :func:`ops` with the fake mode's own
   output in everything a fake has, on many shapes, strides, dtypes and grad settings.
+- :func:`in_place`: an in-place op of :data:`_IN_PLACE` (``relu_``, ``zero_``, ``fill_``,
+  ``x[i:j] = 1``, ``x += 2``) with plain values besides the tensor written: run on a meta twin
+  (to see that it does not raise nor change the metadata, and how far it moves the version
+  counter), then done to the fake: its version counter moved as far and, where it requires
+  grad, a new history (densenet201: 201 ``relu_`` at ~0.75 ms each on the fake mode).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import Any, Optional
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["fresh", "on_twins", "ops"]
+__all__ = ["fresh", "on_twins", "in_place", "ops", "NOT_DONE"]
 
 #: Names of the ops :func:`on_twins` runs on meta twins, looked up on ``torch.Tensor``,
 #: ``torch``, ``torch._C._nn`` and ``torch.nn.functional``.
@@ -61,17 +66,24 @@ _NAMES = (
     # others
     "cat", "roll", "pad", "stack",
 )
+#: In-place ops :func:`in_place` runs on a meta twin (looked up as :data:`_NAMES` are): their
+#: only arguments besides the tensor written are plain values.
+_IN_PLACE = ("relu_", "zero_", "fill_", "__setitem__", "hardswish_", "hardsigmoid_", "silu_", "hardtanh_", "relu6_",
+             "sigmoid_", "tanh_", "add_", "sub_", "mul_", "div_", "__iadd__", "__isub__", "__imul__", "__itruediv__")
+#: What :func:`in_place` gives where it did nothing.
+NOT_DONE = object()
 #: Plain argument types passed to the twins as they are.
 _PLAIN = (int, float, bool, str, type(None), type(Ellipsis), slice, torch.dtype, torch.memory_format, torch.Size)
 _CPU = torch.device("cpu")
 
 
 @functools.lru_cache(maxsize=None)
-def ops() -> frozenset:
-    """The callables :func:`on_twins` runs (torch's functions and tensor methods of :data:`_NAMES`)."""
+def ops(names: tuple = _NAMES) -> frozenset:
+    """The callables :func:`on_twins` runs (torch's functions and tensor methods of :data:`_NAMES`;
+    ``names`` :data:`_IN_PLACE`: those :func:`in_place` runs)."""
     found = set()
     for owner in (torch.Tensor, torch, torch._C._nn, torch.nn.functional):
-        for name in _NAMES:
+        for name in names:
             fn = getattr(owner, name, None)
             if fn is not None and (owner is not torch.nn.functional or fn is getattr(torch._C._nn, name, None)
                                    or name == "pad"):
@@ -81,6 +93,20 @@ def ops() -> frozenset:
 
 class _Unsure(Exception):
     """An argument the twins cannot stand for exactly."""
+
+
+class _Written(torch.autograd.Function):
+    """Gives a fake that requires grad the history of an in-place op on it (marked dirty: no
+    leaf, a new ``grad_fn``), without an op."""
+
+    @staticmethod
+    def forward(ctx: Any, target: Any) -> Any:
+        ctx.mark_dirty(target)
+        return target
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError("a prediction's fake tensors are never run backward")
 
 
 class _Fresh(torch.autograd.Function):
@@ -181,3 +207,52 @@ def _remade(mode: Any, out: torch.Tensor, fakes: list) -> Any:
         return None
     with mode:
         return torch.ops.aten.as_strided.default(source, out.shape, out.stride(), offset)
+
+
+def in_place(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
+    """What the in-place op ``fn`` (of :data:`_IN_PLACE`) does to a fake of ``mode``, done without
+    dispatching it, or :data:`NOT_DONE` where that is not certain (see :func:`on_twins` for what
+    arguments qualify; here the tensor written is the only tensor): the op is run on a meta
+    twin of the fake (it must not raise, nor change the twin's metadata), and what it does to
+    the fake is what it did to the twin: its version counter moved as far (shared with its
+    views and base, as the op's), and where the fake requires grad a new history
+    (:class:`_Written`). Only where that is all the op does: the fake requires no grad (nor
+    does the tensor it views), or it requires grad in grad mode, is no leaf and no view (an
+    in-place write into a leaf that requires grad raises; the fake mode runs it and says so);
+    ``__setitem__`` only into a fake that requires no grad. Gives the fake (``None`` from
+    ``__setitem__``), as the op does."""
+    if fn not in ops(_IN_PLACE) or not args or torch._C._len_torch_function_stack() \
+            or torch._C._len_torch_dispatch_stack() or torch._C._is_any_autocast_enabled() \
+            or torch.is_inference_mode_enabled():
+        return NOT_DONE
+    fakes: list = []
+    try:
+        twin_args = [_twin(a, mode, fakes) for a in args]
+        twin_kwargs = {k: _twin(v, mode, fakes) for k, v in kwargs.items()}
+    except _Unsure:
+        return NOT_DONE
+    target = args[0]
+    if len(fakes) != 1 or fakes[0][1] is not target:
+        return NOT_DONE
+    twin = fakes[0][0]
+    if target.requires_grad:
+        if fn is torch.Tensor.__setitem__ or not torch.is_grad_enabled() or target.is_leaf or target._is_view():
+            return NOT_DONE
+        twin.requires_grad_(False)
+    elif target._is_view() and target._base.requires_grad:
+        return NOT_DONE
+    shape, stride, dtype = twin.shape, twin.stride(), twin.dtype
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*twin_args, **twin_kwargs)
+    except Exception:  # noqa: BLE001 - the fake mode runs it and tells what it raises
+        return NOT_DONE
+    if twin.shape != shape or twin.stride() != stride or twin.dtype != dtype \
+            or out is not (None if fn is torch.Tensor.__setitem__ else twin):
+        return NOT_DONE
+    version = target._version + twin._version
+    if target.requires_grad:
+        _Written.apply(target)
+    torch._C._autograd._unsafe_set_version_counter((target,), (version,))
+    return None if out is None else target

@@ -29,7 +29,7 @@ from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
-from .fake_direct import fresh, on_twins
+from .fake_direct import NOT_DONE, fresh, in_place, on_twins
 from .fake_memo import MISS, UNKNOWN, OpMemo, Raises
 
 __all__ = ["TorchHost", "FakeShapes", "quiet_fake_errors"]
@@ -555,6 +555,9 @@ class FakeShapes:
             made = on_twins(mode, fn, plain, plain_kw)
             if made is not None:
                 return made
+            written = in_place(mode, fn, plain, plain_kw)
+            if written is not NOT_DONE:
+                return written
             with mode, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if isinstance(fn, str):  # a view property (.T, .mT)
