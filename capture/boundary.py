@@ -49,7 +49,7 @@ def record_inputs(capture: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]
 def record_output(capture: Any, output: Any, keep_values: bool = True) -> None:
     """Add an output op per tensor leaf of the model's return value and record its structure
     (with the leaf tensors themselves when ``keep_values``)."""
-    flat = flatten(output)
+    flat = capture.returned[1] if capture.returned is not None else flatten(output)
     ops = []
     for tensor in flat.leaves:
         capture.add_boundary(OUTPUT, tensor)
@@ -104,11 +104,20 @@ def call_inputs(capture: Any, args: tuple, kwargs: dict) -> list[int]:
 
 
 def call_outputs(capture: Any, out: Any) -> list[int]:
-    """Op indices of every tensor leaf of a module call's return value."""
+    """Op indices of every tensor leaf of a module call's return value.
+
+    The outermost call's flattening is kept (``capture.returned``): where that call's return
+    value is the model's, as it returned it, :func:`record_output` reads it instead of flattening
+    it again (a ``DynamicCache`` inside takes tens of microseconds to search)."""
     if isinstance(out, _Tensor):
         return _index(capture, out)
     leaves = plain_leaves(out)
-    return _indices(capture, flatten(out).leaves if leaves is None else leaves)
+    if leaves is None:
+        flat = flatten(out)
+        if not capture.stack:
+            capture.returned = (out, flat)
+        leaves = flat.leaves
+    return _indices(capture, leaves)
 
 
 def plain_leaves(value: Any) -> Optional[list[torch.Tensor]]:

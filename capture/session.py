@@ -39,6 +39,7 @@ from torchlens.analysis.sites import instruction_place
 from . import funcs
 from .boundary import call_inputs, call_outputs, record_inputs, record_module_call, record_output
 from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
+from .containers import Flat
 from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
@@ -162,6 +163,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: :meth:`__torch_function__` decides with one lookup (process-wide, :func:`_classified`).
         self.plain: dict[Any, str] = _PLAIN if self.fast else {}
         self.hook_calls: dict[int, bool] = {}
+        #: The outermost module call's return value and its flattening, for :func:`record_output`
+        #: (:func:`capture.boundary.call_outputs`).
+        self.returned: Optional[tuple[Any, Flat]] = None
         self.pending_name: Optional[str] = None
         self.bypass = False
         self.bypassed: set[str] = set()
@@ -928,6 +932,8 @@ def capture_forward(
         capture.undo[capture.stage]()
     if capture.guard.refusal is not None:
         raise capture.guard.refusal
+    if not _called_directly(model):
+        capture.returned = None
     record_output(capture, output, keep_values=capture.keep_all)
     state = capture.raw.state
     capture.raw.state = GlobalState(state.rng, state.cuda_rng, capture.modes.modes)
@@ -941,6 +947,15 @@ def capture_forward(
     raw.chains = capture.interner.chains
     raw.output = output
     return raw
+
+
+def _called_directly(model: nn.Module) -> bool:
+    """Whether ``model(...)`` is torch's module call alone, so that what it returns is what the
+    outermost module call returned, as it returned it (no ``__call__`` of the model's own, which
+    may change or replace it)."""
+    kind = type(model)
+    return (kind.__call__ is nn.Module.__call__ and kind._call_impl is _CALL_IMPL_TORCH
+            and "_call_impl" not in vars(model))
 
 
 def drop(op: RawOp) -> None:

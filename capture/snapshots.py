@@ -40,8 +40,6 @@ def snapshot(tensor: torch.Tensor) -> torch.Tensor:
 
 #: torch's copy-on-write clone (private, torch >= 2.3); ``None`` when this torch lacks it.
 _lazy_clone: Optional[Callable[[torch.Tensor], torch.Tensor]] = getattr(torch, "_lazy_clone", None)
-#: Device types whose plain storages torch can make copy-on-write.
-_LAZY_DEVICES = frozenset({"cpu", "cuda"})
 #: The tensor types :func:`lazy_snapshot` clones lazily (no subclass: its own storage rules).
 _PLAIN = (torch.Tensor, nn.Parameter)
 
@@ -58,9 +56,9 @@ def lazy_snapshot(tensor: torch.Tensor) -> torch.Tensor:
     the trace) reaches such a copy too.
     """
     if (_lazy_clone is not None and type(tensor) in _PLAIN and tensor.layout is torch.strided
-            and tensor.device.type in _LAZY_DEVICES and not tensor.is_quantized
+            and (tensor.is_cpu or tensor.is_cuda) and not tensor.is_quantized
             and tensor.storage_offset() == 0 and tensor.is_contiguous()
-            and tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()):
+            and tensor.nbytes == tensor.untyped_storage().nbytes()):
         try:
             return _lazy_clone(tensor.detach())
         except RuntimeError:  # a storage with its own deleter: copied now

@@ -329,3 +329,22 @@ def test_show_containers_settings_are_stored(setting):
 def test_bad_container_options_are_refused(bad, error):
     with pytest.raises((TorchLensTypeError, TorchLensValueError), match=error):
         tl.options.CaptureOptions(**bad)
+
+
+class ChangesItsResult(torch.nn.Module):
+    """A ``__call__`` of its own changes what torch's module call returned before the caller
+    sees it: the model output is what the model returned, not what its module call did."""
+
+    def forward(self, x):
+        return {"sin": x.sin(), "cos": x.cos()}
+
+    def __call__(self, x):
+        out = super().__call__(x)
+        del out["cos"]
+        return out
+
+
+def test_the_model_output_is_what_the_model_returned_not_its_module_call():
+    trace = tl.trace(ChangesItsResult(), torch.ones(2))
+    assert [trace[label].ops[0].parents for label in trace.output_layers] == [("sin_1:1",)]
+    assert list(trace.reconstruct_output()) == ["sin"]

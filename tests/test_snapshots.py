@@ -291,6 +291,29 @@ def test_tensors_in_plain_module_attributes_are_not_shared_with_the_trace():
     assert_unchanged(trace, before)
 
 
+class ClaimsToBeATensor(nn.Module):
+    """A module attribute whose ``__class__`` says Tensor (a mock made with ``spec``): it is not
+    one, and reading its storage as a tensor's crashed the process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from unittest import mock
+
+        self.lin = nn.Linear(2, 2)
+        self.probe = mock.Mock(spec=torch.Tensor)
+        self.probes = [mock.Mock(spec=torch.Tensor)]
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def test_a_module_attribute_that_only_claims_to_be_a_tensor_is_not_read_as_one():
+    model = ClaimsToBeATensor()
+    assert isinstance(model.probe, torch.Tensor)
+    trace = tl.trace(model, torch.ones(1, 2))
+    assert [layer.func_name for layer in trace.layers] == ["input", "linear", "output"]
+
+
 class LinearLoop(nn.Module):
     def __init__(self) -> None:
         super().__init__()
