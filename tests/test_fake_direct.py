@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchlens.fake_direct import NOT_DONE, fresh, in_place, on_twins, ops
+from torchlens.fake_direct import NOT_DONE, fresh, in_place, live, on_twins, ops
 from torchlens.torch_host import FakeShapes
 
 
@@ -236,3 +236,47 @@ def test_in_place_ops_done_without_the_fake_mode_do_what_it_does(grad_mode) -> N
                             differ[getattr(fn, "__qualname__", fn)] = (shape, dtype, grad, layout, form, v)
     assert not differ, differ
     assert done == seen, sorted(map(str, seen - done))
+
+
+def test_fakes_of_live_tensors_made_directly_are_the_mode_s_own() -> None:
+    """:func:`live` makes the fake ``from_tensor`` makes of a parameter or a buffer (every dtype,
+    layout and grad setting, 0-d included), kept in the mode's memo (the mode's own conversion
+    of that tensor gives it back); and none of what it cannot stand for (a view, a tensor
+    sharing its storage, a subclass, a tensor with a grad or attributes, an inference tensor,
+    a storage larger than the tensor, one of at most one element)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def everything(t, mode):
+        return (_everything(t, mode, []), isinstance(t, nn.Parameter), getattr(t, "_is_param", False),
+                {k: v for k, v in t.__dict__.items() if k != "fake_mode"})
+
+    tensors = []
+    for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.bool):
+        for shape in ((3, 4), (2, 3, 4, 5), (2,)):
+            t = torch.zeros(shape, dtype=dtype)
+            tensors.append(t)
+            if dtype.is_floating_point:
+                tensors += [nn.Parameter(t.clone()), nn.Parameter(t.clone(), requires_grad=False)]
+    tensors.append(nn.Parameter(torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)))
+    tensors.append(torch.empty_strided((4, 3), (1, 4)))  # transposed strides, alone on its storage
+    for tensor in tensors:
+        mode, other = FakeTensorMode(allow_non_fake_inputs=True), FakeTensorMode(allow_non_fake_inputs=True)
+        made = live(mode, tensor)
+        assert made is not None, (type(tensor), tensor.shape, tensor.dtype)
+        assert mode.from_tensor(tensor) is made
+        assert everything(made, mode) == everything(other.from_tensor(tensor), other)
+
+    shared = torch.randn(3, 4)
+    kept = shared.detach()  # noqa: F841 - shares the storage while alive
+    with_grad = nn.Parameter(torch.randn(3))
+    with_grad.grad = torch.zeros(3)
+    tagged = nn.Parameter(torch.randn(3))
+    tagged.no_decay = True
+    with torch.inference_mode():
+        inference = torch.randn(3)
+    larger = torch.randn(6)[:3].clone()
+    larger.set_(torch.randn(6).untyped_storage(), 0, (3,), (1,))
+    for tensor in (torch.randn(4, 3)[1:], shared, with_grad, tagged, inference, larger, torch.tensor(3), torch.zeros(1),
+                   torch.zeros(0, 3),
+                   torch.randn(2, 3).requires_grad_() * 2):
+        assert live(FakeTensorMode(allow_non_fake_inputs=True), tensor) is None

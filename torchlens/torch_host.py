@@ -29,7 +29,7 @@ from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
-from .fake_direct import NOT_DONE, fresh, in_place, on_twins
+from .fake_direct import NOT_DONE, fresh, in_place, live, on_twins
 from .fake_memo import MISS, UNKNOWN, OpMemo, Raises
 
 __all__ = ["TorchHost", "FakeShapes", "quiet_fake_errors"]
@@ -692,7 +692,9 @@ class _KeptFakes:
         entry = self._entries.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
             return entry[2]
-        fake = mode.from_tensor(tensor)
+        fake = live(mode, tensor)
+        if fake is None:
+            fake = mode.from_tensor(tensor)
         key, entries = id(tensor), self._entries
 
         def forget(_: object) -> None:  # a dead tensor's id may be reused: its fake goes with it
