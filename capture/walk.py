@@ -52,6 +52,7 @@ def walk(model: nn.Module) -> Walk:
     seen_buffers: set[int] = set()
     readable: list[torch.Tensor] = []
     buffer_tensors: list[torch.Tensor] = []
+    bookkeeping, plain = _BOOKKEEPING, _PLAIN_VALUES
     todo = [("", model)]  # the modules still to visit, the next one last
     while todo:
         name, module = todo.pop()
@@ -60,24 +61,26 @@ def walk(model: nn.Module) -> Walk:
         seen_modules.add(id(module))
         modules.append((name, module))
         prefix = name + "." if name else ""
-        for param_name, tensor in module._parameters.items():
+        # The registries are read from the module's ``__dict__`` (where ``nn.Module`` keeps them),
+        # not as attributes, which would look through the class's MRO first.
+        attributes = vars(module)
+        for param_name, tensor in attributes["_parameters"].items():
             if tensor is not None:
                 readable.append(tensor)
                 if id(tensor) not in seen_params:
                     seen_params.add(id(tensor))
                     params.append((prefix + param_name, tensor))
-        for buffer_name, buffer in module._buffers.items():
+        for buffer_name, buffer in attributes["_buffers"].items():
             if buffer is not None:
                 buffer_tensors.append(buffer)
                 if id(buffer) not in seen_buffers:
                     seen_buffers.add(id(buffer))
                     buffers.append((prefix + buffer_name, module, buffer_name, buffer))
-        attributes = vars(module)
-        for attribute in attributes.keys() - _BOOKKEEPING:
+        for attribute in attributes.keys() - bookkeeping:
             value = attributes[attribute]
-            if type(value) not in _PLAIN_VALUES:
+            if type(value) not in plain:
                 readable.extend(_tensors_in(value))
-        children = module._modules
+        children = attributes["_modules"]
         if children:
             todo.extend(reversed([(prefix + child_name, child) for child_name, child in children.items()
                                   if child is not None]))
@@ -86,8 +89,9 @@ def walk(model: nn.Module) -> Walk:
     return found
 
 
-#: Types of the attribute values that are never tensors nor hold one (most module settings).
-_PLAIN_VALUES = frozenset({int, float, bool, str, type(None)})
+#: Types of the attribute values that are never tensors and that the walk does not look into
+#: (most module settings; ``transformers``' sets of key names).
+_PLAIN_VALUES = frozenset({int, float, bool, str, type(None), set, frozenset})
 
 
 def _tensors_in(value: Any) -> list[torch.Tensor]:
