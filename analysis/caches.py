@@ -9,7 +9,7 @@ import weakref
 from types import CodeType
 from typing import Callable, Generic, Iterator, Optional, TypeVar
 
-__all__ = ["PerCode", "PerType", "PerClassName", "PerFile", "FILES_KEPT", "SOURCE_CHARS_KEPT"]
+__all__ = ["PerCode", "PerType", "per_class_name", "PerFile", "FILES_KEPT", "SOURCE_CHARS_KEPT"]
 
 #: How many source files the per-file caches (3.10 folds, prediction) keep, newest first.
 FILES_KEPT = 256
@@ -77,28 +77,23 @@ class PerType(Generic[T]):
         return len(self._entries)
 
 
-class PerClassName(Generic[T]):
-    """Answers about a class's attribute by name (``read(cls, name)``), each read once, for as
-    long as nothing writes into the classes (one prediction: it writes into no live class).
+def per_class_name(read: Callable[[type, str], T]) -> Callable[[type, str], T]:
+    """``read(cls, name)`` (an answer about a class's attribute), each read once, for as long as
+    nothing writes into the classes (one prediction: it writes into no live class).
 
     Keyed by ``(id(cls), name)``; each entry keeps its class alive, so no id is reused while
-    the entry stands.
+    the entry stands. A plain function (not an object with ``__call__``): it is on the
+    prediction's hottest path.
     """
+    entries: dict[tuple[int, str], tuple[type, T]] = {}
 
-    __slots__ = ("_entries", "_read")
-
-    def __init__(self, read: Callable[[type, str], T]) -> None:
-        self._entries: dict[tuple[int, str], tuple[type, T]] = {}
-        self._read = read
-
-    def __call__(self, cls: type, name: str) -> T:
-        entry = self._entries.get((id(cls), name))
+    def answer(cls: type, name: str) -> T:
+        entry = entries.get((id(cls), name))
         if entry is None:
-            entry = self._entries[(id(cls), name)] = (cls, self._read(cls, name))
+            entry = entries[(id(cls), name)] = (cls, read(cls, name))
         return entry[1]
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    return answer
 
 
 class PerFile(Generic[T]):
