@@ -326,6 +326,8 @@ class Interpreter:
         self.recording = True
         self.bypass_check = False
         self.steps = 0
+        #: The next step count at which :meth:`check_budget` looks (the clock's or the budget's end).
+        self.next_check = min(_CLOCK_EVERY, self.limits.steps + 1)
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
         #: id(live dict or list) -> (it, the run's own copy of it): made when the code first
@@ -380,11 +382,18 @@ class Interpreter:
         return None
 
     def step(self) -> None:
+        """Count one step (the hottest callers, :meth:`exec_block` and :meth:`call`, do this inline)."""
         self.steps += 1
+        if self.steps >= self.next_check:
+            self.check_budget()
+
+    def check_budget(self) -> None:
+        """Past the step budget, or (every :data:`_CLOCK_EVERY` steps) the time budget: stop."""
         if self.steps > self.limits.steps:
             raise Budget(f"stopped after {self.limits.steps:,} interpreted steps{self.where()}", "max_steps")
         if self.steps % _CLOCK_EVERY == 0 and time.perf_counter() > self.deadline:
             raise Budget(f"stopped after {self.limits.seconds:g} s{self.where()}", "max_seconds")
+        self.next_check = min(self.steps - self.steps % _CLOCK_EVERY + _CLOCK_EVERY, self.limits.steps + 1)
 
     def where(self, node: Optional[ast.AST] = None) -> str:
         """`` at file:line in function`` of ``node`` (else of the current call) in the innermost
@@ -530,7 +539,9 @@ class Interpreter:
 
     def call(self, fn: Value, args: Sequence[Value], kwargs: dict[str, Value]) -> Value:
         """Call ``fn`` from the current place (``frame.at`` is already set by the caller)."""
-        self.step()
+        self.steps += 1  # self.step(), inline
+        if self.steps >= self.next_check:
+            self.check_budget()
         if isinstance(fn, Known):
             return self.call_known(fn.obj, list(args), kwargs)
         if isinstance(fn, Function):
@@ -1949,7 +1960,9 @@ class Interpreter:
 
     def exec_block(self, body: list[ast.stmt]) -> Optional[Signal]:
         for stmt in body:
-            self.step()
+            self.steps += 1  # self.step(), inline
+            if self.steps >= self.next_check:
+                self.check_budget()
             method = _EXEC.get(type(stmt))
             if method is None:
                 method = _EXEC[type(stmt)] = getattr(Interpreter, "exec_" + type(stmt).__name__, Interpreter.no_exec)
