@@ -324,8 +324,9 @@ def _keys(run: Interpreter, items: list[Value], kwargs: dict[str, Value]) -> lis
 
 
 def _calls_back(args: list[Value], kwargs: dict[str, Value]) -> bool:
-    """Whether ``sorted``/``min``/``max`` run the program's code: a key, or tensors compared."""
-    if kwargs.get("key", NONE) is not NONE:
+    """Whether ``sorted``/``min``/``max`` run the program's code: a key, tensors compared, or
+    an iterator the program made (a generator runs from the call; its items may be tensors)."""
+    if kwargs.get("key", NONE) is not NONE or len(args) == 1 and isinstance(args[0], Lazy):
         return True
     items = args if len(args) > 1 else [args[0]] if isinstance(args[0], Tensor) else \
         args[0].items if isinstance(args[0], Seq) else []

@@ -196,6 +196,8 @@ class Resumable:
         self._error: Optional[BaseException] = None
         self._done = False
         self._closed = False
+        #: The consumer's count when it first asked for an item (restored at the end).
+        self._base: Optional[Count] = None
         #: What ``send`` passes in: the value of the ``yield`` the body waits at.
         self.sent: Value = NONE
 
@@ -207,7 +209,8 @@ class Resumable:
             raise StopIteration
         run = self.run
         run.stack.append(self.frame)
-        saved = run.mult
+        if self._base is None:
+            self._base = run.mult
         try:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._main, daemon=True, name="torchlens-generator")
@@ -217,22 +220,25 @@ class Resumable:
             self._to_consumer.acquire()
         finally:
             run.stack.pop()
-            run.mult = saved
+        if self._error is not None or self._done:
+            run.mult = self._base
         if self._error is not None:
             error, self._error = self._error, None
             raise error
         if self._done:
             raise StopIteration
-        return self._item
+        return self._item  # the consumer's work on it runs as often as the yield did (under a branch: 0..1)
 
     def give(self, item: Value) -> Value:
         """On the body's thread: hand ``item`` to the consumer, wait to be resumed, and return
         what it sent (``None`` for ``next``)."""
         self._item = item
+        mine = self.run.mult
         self._to_consumer.release()
         self._to_body.acquire()
         if self._closed:
             raise _Closed
+        self.run.mult = mine  # the body goes on as often as it got here, whatever the consumer's count
         sent, self.sent = self.sent, NONE
         return sent
 
@@ -2921,10 +2927,34 @@ class Interpreter:
         to its next ``yield`` from the ``next(...)`` call)."""
         if not args or not isinstance(args[0], Lazy):
             return Opaque("next of an iterator")
+        iterator, options = args[0].items(), cast(list[Value], [])
+        while True:  # an item a filter the data decides may not come: the next one may, 0..1 times
+            try:
+                item, sure = self.pull(iterator, bool(options))
+            except StopIteration:
+                end = args[1] if len(args) > 1 else Opaque("next of an exhausted iterator raises StopIteration")
+                options.append(end)
+                break
+            options.append(item)
+            if sure:
+                break
+        return options[0] if len(options) == 1 else join(options)
+
+    def pull(self, items: Iterator[Value], after_undecided: bool) -> tuple[Value, bool]:
+        """The next item of an iterator a builtin consumes until an item decides it (``any``,
+        ``all``, ``next``; raises ``StopIteration`` at its end), and whether the iterator gives it
+        for sure (not when a filter the data decides may skip it). ``after_undecided``: an earlier
+        item did not decide the builtin, so what the iterator runs for this one runs 0..1 times."""
+        base, start = self.mult, len(self.events)
         try:
-            return next(args[0].items())
-        except StopIteration:
-            return args[1] if len(args) > 1 else Opaque("next of an exhausted iterator raises StopIteration")
+            item = next(items)
+        finally:
+            sure = self.mult is base  # the iterator yields under a count of its own: maybe not at all
+            self.mult = base
+        if after_undecided:
+            for event in self.events[start:]:
+                event.count = event.count * MAYBE
+        return item, sure
 
     def b_print(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         return NONE
@@ -2936,12 +2966,16 @@ class Interpreter:
             items = self.iterate(args[0])
             if items is None:
                 return Opaque("any/all of unknown items", Nature.NUMBER)
-            unknown = False
-            for item in items:
+            unknown = False  # an item may have decided it: what the iterator runs after runs 0..1 times
+            while True:
+                try:
+                    item, sure = self.pull(items, unknown)
+                except StopIteration:
+                    break
                 known = truth(item)
-                if known is want:
+                if known is want and sure:
                     return Known(want)
-                unknown = unknown or known is None
+                unknown = unknown or known is not (not want)
             return Opaque("any/all undecided", Nature.NUMBER) if unknown else Known(not want)
         return decide
 

@@ -90,7 +90,7 @@ def test_exact_where_it_says_nothing():
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
-             "InputWritten", "OperatorFunctions"]
+             "InputWritten", "OperatorFunctions", "ShortCircuits"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -125,6 +125,19 @@ def test_torchs_type_error_guard_is_decided_by_the_computed_op_and_a_models_own_
     assert {layer.func_name for layer in pred.layers} >= {"rsub", "rdiv", "pow", "rpow", "floordiv", "rmod"}
     unknown = tl.predict(model)  # without inputs nothing is computed: the guard's try is not decided
     assert any("_handle_torch_function_and_wrap_type_error_to_not_implemented" in note for note in unknown.notes)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_short_circuits_over_data_dependent_iterators_hold_on_any_data(seed: int):
+    """Whatever the data decides (which item stops ``any``, which rows a filter keeps), the
+    prediction holds: the counts after an undecided item are ranges."""
+    model, _ = MODELS["ShortCircuits"]
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(seed)) * 2
+    pred = tl.predict(model, x)
+    assert not pred.gaps and not pred.notes
+    assert tl.trace(model, x).check_prediction(pred).ok
+    counts = {layer.func_name: (layer.count.lo, layer.count.hi) for layer in pred.layers}
+    assert counts["where"] == (1, 1) and counts["float"] == (1, 1) and counts["int"] == (1, 1), counts
 
 
 def test_conditions_on_built_lists_joined_maps_and_versions_are_decided():

@@ -42,9 +42,12 @@ _NOT_TENSOR = frozenset({
     "repr", "format", "contains", "equal", "is_nonzero", "allclose", "is_same_size", "has_names", "is_inference",
     "is_grad_enabled", "get_default_dtype", "is_autocast_enabled", "is_inference_mode_enabled", "finfo", "iinfo",
     "are_deterministic_algorithms_enabled", "result_type", "promote_types", "can_cast", "is_set_to", "dim_order",
-    "iter", "reversed", "is_shared", "is_pinned", "type",
+    "iter", "is_shared", "is_pinned", "type",
     "is_coalesced", "dense_dim", "sparse_dim", "is_meta", "is_cuda", "is_cpu", "get_autocast_dtype",
 })
+#: Names of ``_NOT_TENSOR`` a query dunder shares with a method that gives a tensor: ``x.__float__()``
+#: is a number, ``x.float()`` a tensor; ``x.type()`` a string, ``x.type(torch.half)`` a tensor.
+_SHARED_NAMES = frozenset({"int", "float", "bool", "type"})
 #: Multi-output ops with a fixed number of outputs.
 _FIXED_OUTPUTS = {"sort": 2, "topk": 2, "kthvalue": 2, "mode": 2, "var_mean": 2, "std_mean": 2, "aminmax": 2,
                   "frexp": 2, "slogdet": 2, "qr": 2, "lstm": 3, "gru": 2, "rnn_tanh": 2, "rnn_relu": 2,
@@ -181,7 +184,7 @@ class TorchHost(Host):
         result = self._shapes.run(fn, args, kwargs) if self._runs_on_fakes(fn) else UNKNOWN
         if type(result) is Raises:
             raise OpRaises(result.error)
-        if name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_"):  # unless x.float()
+        if _answers_a_query(name, fn, args, kwargs):
             if result is UNKNOWN:
                 return None
             if not _holds_tensor(result):  # the query's answer (size, dim)
@@ -196,6 +199,9 @@ class TorchHost(Host):
             return make_tuple(2, None) if len(args) > 1 and not _is_tensor_value(args[1]) else make_tensor(None)
         if name in _SPLITS:
             return make_tuple(_split_count(name, args), None)
+        if _one_per_dimension(name, args, kwargs):  # torch.where(cond), x.nonzero(as_tuple=True)
+            described = args[0].described if isinstance(args[0], Tensor) else None
+            return make_tuple(described.dim() if isinstance(described, torch.Tensor) else None, None)
         count = _schema_outputs(name)
         return make_tuple(count, None) if count is not None and count > 1 else make_tensor(None)
 
@@ -436,9 +442,10 @@ def _is_tensor_value(value: Value) -> bool:
 
 
 def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
-    """Outputs of ``chunk(x, 3)`` or ``split(x, [2, 2])``; ``None`` when not static."""
+    """Outputs of ``tensor_split(x, 3)`` or ``split(x, [2, 2])``; ``None`` when not static
+    (``chunk(x, 3)`` gives fewer than 3 where the size does not divide well: the fakes count)."""
     size = args[1] if len(args) > 1 else None
-    if name in ("chunk", "unsafe_chunk", "tensor_split") and isinstance(size, Known) and isinstance(size.obj, int):
+    if name == "tensor_split" and isinstance(size, Known) and isinstance(size.obj, int):
         return size.obj
     if name in ("split", "split_with_sizes", "unsafe_split") and isinstance(size, (Known, Seq)):
         items = size.items if isinstance(size, Seq) else size.obj
@@ -448,6 +455,22 @@ def _split_count(name: str, args: Sequence[Value]) -> Optional[int]:
         return len(args) if all(not isinstance(a, Seq) for a in args) else None
     return None
 
+
+
+def _answers_a_query(name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> bool:
+    """Whether the op gives no tensor (a size, a flag, a number), whatever its inputs."""
+    if name in _SHARED_NAMES:
+        return getattr(fn, "__name__", "").startswith("__") if name != "type" else len(args) == 1 and not kwargs
+    return name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_")
+
+
+def _one_per_dimension(name: str, args: Sequence[Value], kwargs: dict[str, Value]) -> bool:
+    """Whether the op returns one index tensor per dimension of its first argument (a
+    data-dependent op fakes cannot run: ``torch.where(cond)``, ``nonzero(as_tuple=True)``)."""
+    if name == "where":
+        return len(args) == 1 and not kwargs
+    as_tuple = kwargs.get("as_tuple")
+    return name == "nonzero" and isinstance(as_tuple, Known) and as_tuple.obj is True
 
 
 #: What an op's shape checks raise when its arguments do not fit it (exactly these types: torch's

@@ -698,6 +698,35 @@ class ReflectedOperators(nn.Module):
         return y
 
 
+def _rows_over(x, limit):
+    for t in x:
+        if t.sum() > limit:  # the data decides: the yield, and what follows it, run 0..1 times
+            yield t * 2
+            t.cos()
+
+
+class ShortCircuits(nn.Module):
+    """Consumers that stop at the first item deciding them (``any``, ``all``, ``next`` of a
+    filter) over iterators that yield under a data-dependent condition: the items after an
+    undecided one run 0..1 times; a ``for`` over such a generator function runs its body 0..1
+    times per item; ``torch.where(cond)`` gives one index tensor per dimension; conversions
+    (``.float()``) of a tensor whose shape the data decides are tensors."""
+
+    def forward(self, x):
+        a = x * 2 if any(t.sum() > 0 for t in x) else x
+        b = x * 3 if all(t.sum() < 0 for t in x) else x
+        c = next((t for t in x if t.sum() > 2), x[0]) * 2
+        d = next(filter(lambda t: t.sum() > 1.5, x), x[1]) * 2
+        e = next(_rows_over(x, 1.5), x[2])
+        y = x[0]
+        for r in _rows_over(x, 1.0):
+            y = y + r.sin()
+        rows, cols = torch.where(x > 0.5)
+        picked = torch.stack(torch.where(x[None] > 0.5)).float().sum()
+        flags = (x > 0.5).nonzero().int().sum() + sum(i.sum() for i in (x > 0.5).nonzero(as_tuple=True))
+        return a, b, c, d, e, y, x[rows, cols].sum() * picked * flags
+
+
 class CFunctionGivenTensors(nn.Module):
     """C code of a module that the prediction does not model, given tensors: ``heapq.heappush``
     compares them (an op), ``operator.countOf`` compares each item (ops): gaps."""
@@ -1001,7 +1030,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
-             ReflectedOperators]
+             ReflectedOperators, ShortCircuits]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
