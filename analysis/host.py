@@ -151,6 +151,11 @@ class Host:
         """The ``ctx`` object handed to a custom autograd function's ``forward``."""
         return None
 
+    def output_fields(self, name: str) -> tuple[str, ...]:
+        """The names of op ``name``'s outputs, when it returns a named tuple (``values``,
+        ``indices`` of ``max(x, dim)``); ``()`` otherwise."""
+        return ()
+
     def type_error_guard(self, code: Any) -> bool:
         """Whether ``code`` is a library's wrapper whose ``try`` around one op only turns a
         ``TypeError`` into ``NotImplemented`` (decided by the op's argument types, which the

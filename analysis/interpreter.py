@@ -1296,6 +1296,10 @@ class Interpreter:
                 return self.known_attribute(value.obj, name, node)
         if isinstance(value, Instance):
             return self.instance_attribute(value, name, node)
+        if isinstance(value, TensorTuple) and isinstance(value.origin, Event):  # values, indices of max(x, 1)
+            fields = self.host.output_fields(value.origin.name)
+            if name in fields:
+                return self.subscript(value, Known(fields.index(name)), None)
         fields = getattr(value.kind, "_fields", ()) if isinstance(value, Seq) else ()
         if isinstance(value, Seq) and name in fields and not value.unsure:
             return value.items[fields.index(name)]  # a named tuple's field
@@ -2904,7 +2908,7 @@ class Interpreter:
         return build
 
     def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        if not args or isinstance(args[0], Known):
+        if not args or isinstance(args[0], Known) and not self.host.is_module(args[0].obj):  # a ModuleList: listed
             return None
         if isinstance(args[0], Tensor):  # the tensor type's __reversed__ (a flip), at the reversed(...) call
             return self.tensor_special("__reversed__", args)

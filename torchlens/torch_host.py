@@ -221,6 +221,9 @@ class TorchHost(Host):
         return isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("torch.") \
             and fn not in self._transforms
 
+    def output_fields(self, name: str) -> tuple[str, ...]:
+        return tuple(getattr(getattr(torch.return_types, name, None), "__match_args__", ()))
+
     def type_error_guard(self, code: Any) -> bool:
         return code is _TYPE_ERROR_GUARD is not None
 

@@ -727,6 +727,22 @@ class ShortCircuits(nn.Module):
         return a, b, c, d, e, y, x[rows, cols].sum() * picked * flags
 
 
+class NamedOutputs(nn.Module):
+    """Outputs read by name (``max(x, 1).values``, ``topk(...).indices``, ``aminmax().max``) and
+    a ``ModuleList`` walked backwards (``reversed``), as decoders do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ups = nn.ModuleList([nn.Linear(4, 4), nn.Tanh()])
+
+    def forward(self, x):
+        y = x + x.max(dim=1).values[:, None] * x.max(1).indices[:, None] + x.sort(dim=1).values
+        y = y + x.topk(2, dim=1).indices.float().sum() + torch.aminmax(x).max
+        for up in reversed(self.ups):
+            y = up(y)
+        return y
+
+
 class CFunctionGivenTensors(nn.Module):
     """C code of a module that the prediction does not model, given tensors: ``heapq.heappush``
     compares them (an op), ``operator.countOf`` compares each item (ops): gaps."""
@@ -1030,7 +1046,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
-             ReflectedOperators, ShortCircuits]
+             ReflectedOperators, ShortCircuits, NamedOutputs]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
