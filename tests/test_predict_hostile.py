@@ -296,6 +296,23 @@ def test_an_op_raising_on_the_example_inputs_is_a_gap_naming_the_error_and_line(
     assert any("failed while attempting to run meta" in r.getMessage() for r in logged)
 
 
+def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():
+    """A fake (meta) kernel may check more than the device's (``_grouped_mm`` wants bfloat16 on
+    fakes, not on CPU): a raise is certain only when the real kernel refuses zeros of those shapes."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from torchlens.fake_memo import Raises
+    from torchlens.torch_host import _raised
+
+    fake = FakeTensorMode().from_tensor(torch.zeros(3, 4))
+    refused = RuntimeError("shape '[5, 7]' is invalid for input of size 12")
+    assert type(_raised(refused, torch.Tensor.view, [fake, 5, 7], {})) is Raises
+    assert type(_raised(refused, torch.Tensor.view, [fake, 4, 3], {})) is not Raises  # the real view works
+    state = torch.random.get_rng_state()
+    assert type(_raised(refused, lambda t: (torch.rand(1), t.view(5, 7)), [fake], {})) is Raises
+    assert torch.equal(state, torch.random.get_rng_state())  # the real run drew nothing from the user's state
+
+
 class RecordsOf(logging.Handler):
     """The records a logger emits while this is entered."""
 

@@ -483,13 +483,36 @@ _ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
 _FAKE_WORDS = ("fake", "meta", "subclass", "data pointer", "storage", "symbolic", "data-dependent")
 
 
-def _raised(error: Exception) -> Any:
+def _raised(error: Exception, fn: Any, plain: list, plain_kw: dict) -> Any:
     """What an op that raised on fakes gives: :class:`Raises` when the real op raises the same for
-    certain (its shape checks refuse the arguments), else :data:`UNKNOWN` (fakes cannot say)."""
+    certain (its shape checks refuse the arguments, and the real kernel refuses zeros of those
+    shapes too: a fake kernel may check more than the device's, as ``_grouped_mm``'s dtypes on
+    CPU), else :data:`UNKNOWN` (fakes cannot say)."""
     text = str(error).strip().split("\n", 1)[0]
     if type(error) not in _ARGUMENT_ERRORS or not text or any(w in text.lower() for w in _FAKE_WORDS):
         return UNKNOWN
-    return Raises(f"{type(error).__name__}: {text}")
+    return Raises(f"{type(error).__name__}: {text}") if _raises_for_real(type(error), fn, plain, plain_kw) else UNKNOWN
+
+
+def _raises_for_real(kind: type, fn: Any, plain: list, plain_kw: dict) -> bool:
+    """Whether ``fn`` raises ``kind`` on real zeros shaped as the fakes in its arguments (the
+    random state is left as it was; fakes of the meta device stay: their kernels are the fakes')."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils._pytree import tree_map
+
+    def real(value: Any) -> Any:
+        if isinstance(value, FakeTensor) and value.fake_device.type != "meta":
+            return torch.zeros(value.shape, dtype=value.dtype, device=value.fake_device)
+        return value
+
+    try:
+        args, kwargs = tree_map(real, (plain, plain_kw))
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            getattr(args[0], fn)() if isinstance(fn, str) else fn(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the real kernel's own refusal
+        return type(error) is kind
+    return False
 
 
 class _OtherThreads(logging.Filter):
@@ -590,7 +613,7 @@ class FakeShapes:
                     return getattr(plain[0], fn)
                 return fn(*plain, **plain_kw)
         except Exception as error:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
-            return _raised(error)
+            return _raised(error, fn, plain, plain_kw)
 
     def fake(self, tensor: torch.Tensor) -> Any:
         """The fake of a live tensor (the same one each time), or ``None`` if it has none."""
