@@ -43,7 +43,8 @@ from .containers import Flat
 from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
-from .record import OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, meta_of
+from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, compute_op,
+                     meta_of)
 from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
                      tensor_args)
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
@@ -52,6 +53,9 @@ from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, 
 from .walk import walk
 
 _Tensor = torch.Tensor
+_Size = torch.Size
+#: The keyword arguments a pending call keeps when the op took none (read, never changed).
+_NO_KWARGS: dict = {}
 _getframe = sys._getframe
 _INSTALLED = Stage.INSTALLED
 _get_ident = threading.get_ident
@@ -147,7 +151,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: held) on its shortcut (:attr:`fast`).
         self.by_id = self.fast and self.keep_all
         #: Whether a plain op returning one tensor may take :meth:`_record_plain` (no gradients
-        #: watched either).
+        #: watched either, and no in-place write recorded yet: :attr:`storage_writer` empty).
         self.lean = self.by_id and not gradients
         #: Storage -> saved outputs in it; built at the first in-place write (:meth:`preserve`).
         self.by_storage: Optional[dict[int, list[int]]] = None
@@ -213,16 +217,18 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.leave_stack(_getframe(1))
             return func(*args, **(kwargs or {}))
         name = self.plain.get(func)
-        if name is not None and not (self.suspended or self.bypass or self.pending_name is not None):
-            # A plain op (not in place, no buffer statistics, not renamed): the common case.
+        if name is not None and not (self.suspended or self.bypass):
+            # A plain op (not in place, no buffer statistics): the common case.
+            if self.pending_name is not None:  # a reflected operator (``2 * t``): named as written
+                name, self.pending_name = self.pending_name, None
             try:
                 out = func(*args, **kwargs) if kwargs else func(*args)
             except Exception as error:
                 self._annotate(error, name, _getframe(1))
                 raise
-            if not kwargs and type(out) is _Tensor and self.lean and not self.storage_writer:
-                self._record_plain(func, name, args, out, _getframe(1))
-            else:
+            if type(out) is _Tensor and self.lean:
+                self._record_plain(func, name, args, kwargs, out, _getframe(1))
+            elif type(out) is not int and type(out) is not _Size:  # (``size()``: nothing to record)
                 self._record(func, name, args, kwargs or {}, out, _getframe(1))
             return out
         if kwargs is None:
@@ -250,6 +256,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         if info.inplace and args and isinstance(args[0], _Tensor):
             self.ownership.after_write(self.raw, len(self.raw.ops) - 1)
             self.storage_writer[storage_key(args[0])] = len(self.raw.ops) - 1
+            self.lean = False
             self.buffers.after_inplace(len(self.raw.ops) - 1, args[0])
         elif fused:
             self.buffers.after_fused(name, args, len(self.raw.ops) - 1, fused)
@@ -321,32 +328,23 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, None, None, parents, params,
                               None, replay))
 
-    def _record_plain(self, func: Callable, name: str, args: tuple, out: _Tensor, frame: FrameType) -> None:
-        """:meth:`_record` of a plain op that returned one tensor, took no keyword arguments and
-        read no storage written in place, in a capture that keeps every output and watches no
-        gradient (:attr:`lean`): the common case, in one call. Its arguments are read as the
-        shortcut of :meth:`_arguments` reads them; a frame called straight from ``forward`` is
-        its call site as :meth:`_site` gives it (any other frame goes through :meth:`_site`)."""
+    def _record_plain(self, func: Callable, name: str, args: tuple, kwargs: Optional[dict], out: _Tensor,
+                      frame: FrameType) -> None:
+        """:meth:`_record` of a plain op that returned one tensor, in a capture that keeps every
+        output, watches no gradient and has recorded no in-place write yet (:attr:`lean`): the
+        common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
+        reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones."""
         sources: list[Source] = []
         parents: list[int] = []
         params: list[str] = []
         kept = self._read_by_id(args, sources, parents, params)
-        stack = self.stack
-        back = frame.f_back
-        code = frame.f_code
-        if stack and back is not None and back.f_code is _CALL_IMPL and id(code) not in self.roles:
-            call = stack[-1]
-            scope = self.raw.calls[call][0]
-            site: Optional[tuple[Segment, ...]] = self.interner.sites.get((id(code), frame.f_lasti))
-            if site is None:
-                site = self.interner.frame_site(frame)
-        else:
-            scope, call, site = self._site(frame)
+        read = dict(zip(kwargs, self._read_by_id(kwargs.values(), sources, parents, params))) if kwargs else _NO_KWARGS
+        scope, call, site = self._site(frame)
         ops = self.ops
         index = len(ops)
-        ops.append(RawOp(OP, name, scope, call, 0, site, "" if site is not None else _args_text(args, {}), out,
-                         None, None, parents, tuple(params), None,
-                         pending_call(func, tuple(kept), {}, sources, self.modes.index, self.settlement)))
+        ops.append(compute_op(name, scope, call, site, "" if site is not None else _args_text(args, kwargs or {}), out,
+                              parents, tuple(params),
+                              pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)))
         self.producer[id(out)] = index
         if self.by_storage is not None:
             self.by_storage.setdefault(storage_key(out), []).append(index)
@@ -440,7 +438,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             kwargs = {key: self._read_value(value, sources, parents, params) for key, value in kwargs.items()}
         return tuple(kept), kwargs, sources, parents, tuple(params)
 
-    def _read_by_id(self, args: Sequence[Any], sources: list[Source], parents: list[int],
+    def _read_by_id(self, args: Iterable[Any], sources: list[Source], parents: list[int],
                     params: list[str]) -> list[Any]:
         """The arguments as kept, when an op's output is known by its id alone (every output is
         held, so an id found is the tensor itself; no aliased write): the common case; a
@@ -539,11 +537,14 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def _site(self, frame: Optional[FrameType]) -> tuple[int, int, Optional[tuple[Segment, ...]]]:
         """Scope, module call and call-site chain of an op called from ``frame``."""
-        if frame is not None and self.stack and id(frame.f_code) not in self.roles:
+        if frame is not None and self.stack:
             back = frame.f_back
-            if back is not None and back.f_code is _CALL_IMPL:
-                call = self.stack[-1]  # torch called straight from a module's forward: the common case, made cheap
-                return self.raw.calls[call][0], call, self.interner.frame_site(frame)
+            code = frame.f_code
+            if back is not None and back.f_code is _CALL_IMPL and id(code) not in self.roles:
+                # torch called straight from a module's forward: the common case, made cheap
+                call = self.stack[-1]
+                site = self.interner.sites.get((id(code), frame.f_lasti)) or self.interner.frame_site(frame)
+                return self.raw.calls[call][0], call, site
         raw, stop = read_raw(frame, self.roles)
         level = len(self.stack) - 1
         if stop is not None and stop.f_code is not _CALL_IMPL_INNER and raw and level >= 0:

@@ -19,7 +19,7 @@ from torch import nn
 from models.table import ALL_PARAMS, Case, build
 from torchlens.capture import boundary, frames, session
 from torchlens.capture.containers import flatten
-from torchlens.capture.record import RawOp
+from torchlens.capture.record import OP, RawOp, compute_op
 from torchlens.capture.session import capture_forward
 
 
@@ -129,6 +129,91 @@ def test_the_comparison_sees_a_difference(monkeypatch: pytest.MonkeyPatch) -> No
         broken = capture(case)
     with pytest.raises(AssertionError, match="outputs"):
         assert_same(fast, broken)
+
+
+class Shapes(nn.Module):
+    """Plain ops of the shapes the one-call path (``Capture._record_plain``) takes beyond the
+    positional one: keyword arguments (numbers, a produced tensor, a parameter, a list of
+    produced tensors, a tensor no op produced), reflected operators (named as written), and a
+    size query between them (nothing to record)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("mask", torch.ones(3, 4, dtype=torch.bool))
+        self.act = nn.Softmax(dim=-1)  # its forward calls torch with a keyword argument
+
+    def forward(self, x):
+        y = torch.cat([x, x], dim=0)
+        z = torch.add(x, other=self.lin.weight[0], alpha=2)
+        w = torch.where(self.mask, input=x, other=z)
+        n = x.size(0) + x.size()[1]
+        v = 1.5 + 2 * w + n
+        u = torch.stack(tensors=[v, z], dim=1)
+        return self.act(u.sum(dim=1, keepdim=False)), y
+
+
+class Bare(nn.Module):
+    """A module whose ``forward`` is a torch function itself: its op has no call site, and the
+    keyword arguments are part of its key (``args_text``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forward = torch.add  # type: ignore[method-assign,assignment]
+
+
+class Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bare = Bare()
+
+    def forward(self, x):
+        return self.bare(x, other=x * 2, alpha=3) + self.bare(x, other=x.exp(), alpha=2)
+
+
+#: model -> (its inputs, the ops each must record through the one-call path).
+SHAPES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple], set[str]]] = {
+    "keywords, reflected": (Shapes, lambda: (torch.randn(3, 4),),
+                            {"cat", "add", "where", "rmul", "radd", "stack", "sum", "softmax"}),
+    "no call site": (Outer, lambda: (torch.randn(3, 4),), {"mul", "exp", "add"}),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_the_one_call_path_records_what_the_general_path_records(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shape the one-call path takes is taken (a spy counts it; a callable is classified
+    at its first meeting, on the general path) and gives the raw capture the general paths give."""
+    make_model, make_inputs, expected = SHAPES[name]
+    # Classifies the callables (process-wide, in memos that start again when full: fresh ones here).
+    monkeypatch.setattr(session, "_FUNC_INFO", {})
+    monkeypatch.setattr(session, "_PLAIN", {})
+    capture_forward(make_model(), make_inputs(), {})
+    taken: list[str] = []
+    original = session.Capture._record_plain
+    with monkeypatch.context() as spied:
+        spied.setattr(session.Capture, "_record_plain",
+                      lambda self, func, name, *rest: taken.append(name) or original(self, func, name, *rest))
+        torch.manual_seed(0)
+        fast = capture_forward(make_model(), make_inputs(), {})
+    assert expected <= set(taken), expected - set(taken)
+    assert "size" not in {op.name for op in fast.ops}
+    with monkeypatch.context() as patched:
+        general_paths(patched)
+        torch.manual_seed(0)
+        general = capture_forward(make_model(), make_inputs(), {})
+    assert_same(fast, general)
+    assert [op.replay for op in fast.ops if op.kind is OP]  # the replay records were compared, built
+
+
+def test_compute_op_builds_what_the_class_builds() -> None:
+    """``compute_op`` sets every field of ``RawOp`` as the class call does (a field added to
+    ``RawOp`` and not set there reads as unset here)."""
+    out, parents, params, replay = torch.ones(1), [3], ("lin.weight",), ("pending",)
+    fast = compute_op("tanh", 2, 5, (7,), "text", out, parents, params, replay)
+    general = RawOp(OP, "tanh", 2, 5, 0, (7,), "text", out, None, None, parents, params, None, replay)
+    assert type(fast) is RawOp
+    for f in dataclasses.fields(RawOp):
+        assert getattr(fast, f.name) is getattr(general, f.name), f.name
 
 
 class Pair(nn.Module):
