@@ -180,26 +180,40 @@ def on_twins(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
     """What ``fn`` gives on these fakes of ``mode``, made from its run on meta twins of them, or
     ``None`` where that is not certain to be exactly what the mode gives (see the module's
     docstring)."""
-    if fn not in ops() or torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack() \
+    twinned = _twinned(mode, fn, _NAMES, args, kwargs)
+    if twinned is None:
+        return None
+    twin_args, twin_kwargs, fakes = twinned
+    if not fakes or fn is torch.Tensor.__getitem__ and len(fakes) > 1:
+        return None
+    out = _run(fn, twin_args, twin_kwargs)
+    if type(out) is not torch.Tensor:
+        return None
+    return _remade(mode, out, fakes)
+
+
+def _twinned(mode: Any, fn: Any, names: tuple, args: list, kwargs: dict) -> Optional[tuple[list, dict, list]]:
+    """Meta twins of ``args`` and ``kwargs``, and the (twin, fake) pairs, where ``fn`` is one of
+    ``ops(names)``, every argument qualifies and nothing around the call changes what the op
+    does (a torch mode, autocast, inference mode); ``None`` otherwise."""
+    if fn not in ops(names) or torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack() \
             or torch._C._is_any_autocast_enabled() or torch.is_inference_mode_enabled():
         return None
     fakes: list = []
     try:
-        twin_args = [_twin(a, mode, fakes) for a in args]
-        twin_kwargs = {k: _twin(v, mode, fakes) for k, v in kwargs.items()}
+        return [_twin(a, mode, fakes) for a in args], {k: _twin(v, mode, fakes) for k, v in kwargs.items()}, fakes
     except _Unsure:
         return None
-    if not fakes or fn is torch.Tensor.__getitem__ and len(fakes) > 1:
-        return None
+
+
+def _run(fn: Any, args: list, kwargs: dict) -> Any:
+    """``fn`` on the twins, or :data:`NOT_DONE` where it raises (the fake mode runs it and tells what)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = fn(*twin_args, **twin_kwargs)
-    except Exception:  # noqa: BLE001 - the fake mode runs it and tells what it raises
-        return None
-    if type(out) is not torch.Tensor:
-        return None
-    return _remade(mode, out, fakes)
+            return fn(*args, **kwargs)
+    except Exception:  # noqa: BLE001
+        return NOT_DONE
 
 
 def _twin(value: Any, mode: Any, fakes: list) -> Any:
@@ -259,16 +273,10 @@ def in_place(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
     in-place write into a leaf that requires grad raises; the fake mode runs it and says so);
     ``__setitem__`` only into a fake that requires no grad. Gives the fake (``None`` from
     ``__setitem__``), as the op does."""
-    if fn not in ops(_IN_PLACE) or not args or torch._C._len_torch_function_stack() \
-            or torch._C._len_torch_dispatch_stack() or torch._C._is_any_autocast_enabled() \
-            or torch.is_inference_mode_enabled():
+    twinned = _twinned(mode, fn, _IN_PLACE, args, kwargs) if args else None
+    if twinned is None:
         return NOT_DONE
-    fakes: list = []
-    try:
-        twin_args = [_twin(a, mode, fakes) for a in args]
-        twin_kwargs = {k: _twin(v, mode, fakes) for k, v in kwargs.items()}
-    except _Unsure:
-        return NOT_DONE
+    twin_args, twin_kwargs, fakes = twinned
     target = args[0]
     if len(fakes) != 1 or fakes[0][1] is not target:
         return NOT_DONE
@@ -280,13 +288,8 @@ def in_place(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
     elif target._is_view() and target._base.requires_grad:
         return NOT_DONE
     shape, stride, dtype = twin.shape, twin.stride(), twin.dtype
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = fn(*twin_args, **twin_kwargs)
-    except Exception:  # noqa: BLE001 - the fake mode runs it and tells what it raises
-        return NOT_DONE
-    if twin.shape != shape or twin.stride() != stride or twin.dtype != dtype \
+    out = _run(fn, twin_args, twin_kwargs)
+    if out is NOT_DONE or twin.shape != shape or twin.stride() != stride or twin.dtype != dtype \
             or out is not (None if fn is torch.Tensor.__setitem__ else twin):
         return NOT_DONE
     version = target._version + twin._version
