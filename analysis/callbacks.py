@@ -40,8 +40,8 @@ def callback_handlers(run: Interpreter) -> dict[Any, Handler]:
             functools.reduce: functools.partial(_reduce, run), builtins.zip: functools.partial(_zip, run),
             builtins.enumerate: functools.partial(_enumerate, run), itertools.starmap: functools.partial(_starmap, run),
             itertools.accumulate: functools.partial(_accumulate, run), itertools.chain: functools.partial(_chain, run),
-            **{fn: functools.partial(_operator, run, stem) for fn, stem in _OPERATORS.items()},
-            **{fn: functools.partial(_in_place, run, stem) for fn, stem in _IN_PLACE.items()},
+            **{fn: functools.partial(_operator, run, stem, False) for fn, stem in _OPERATORS.items()},
+            **{fn: functools.partial(_operator, run, stem, True) for fn, stem in _IN_PLACE.items()},
             **{fn: functools.partial(_unary, run, stem) for fn, stem in _UNARY.items()},
             operator.getitem: functools.partial(_getitem, run), operator.setitem: functools.partial(_setitem, run),
             **({operator.call: functools.partial(_call, run)} if hasattr(operator, "call") else {}),
@@ -159,18 +159,13 @@ def _enumerate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) ->
     return Lazy(start, "enumerate")
 
 
-def _operator(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-    """``operator.add(a, b)`` and kin: ``a + b`` from C at the call (of plain values: run for real)."""
+def _operator(run: Interpreter, stem: str, inplace: bool, args: list[Value],
+              kwargs: dict[str, Value]) -> Optional[Value]:
+    """``operator.add(a, b)`` and kin: ``a + b`` from C at the call (``inplace``: ``operator.iadd``,
+    ``a += b``); of plain values: run for real."""
     if len(args) != 2 or kwargs or all(isinstance(a, Known) for a in args):
         return None
-    return run.binop(stem, args[0], args[1], None, frozenset())
-
-
-def _in_place(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-    """``operator.iadd(a, b)`` and kin: ``a += b`` from C at the call (of plain values: run for real)."""
-    if len(args) != 2 or kwargs or all(isinstance(a, Known) for a in args):
-        return None
-    return run.binop(stem, args[0], args[1], None, frozenset(), inplace=True)
+    return run.binop(stem, args[0], args[1], None, frozenset(), inplace=inplace)
 
 
 def _unary(run: Interpreter, stem: str, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:

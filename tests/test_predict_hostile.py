@@ -308,6 +308,7 @@ def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():
     refused = RuntimeError("shape '[5, 7]' is invalid for input of size 12")
     assert type(_raised(refused, torch.Tensor.view, [fake, 5, 7], {})) is Raises
     assert type(_raised(refused, torch.Tensor.view, [fake, 4, 3], {})) is not Raises  # the real view works
+    assert type(_raised(TypeError("no .T here"), "T", [fake], {})) is not Raises  # a view property is read, not called
     state = torch.random.get_rng_state()
     assert type(_raised(refused, lambda t: (torch.rand(1), t.view(5, 7)), [fake], {})) is Raises
     assert torch.equal(state, torch.random.get_rng_state())  # the real run drew nothing from the user's state

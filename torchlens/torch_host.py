@@ -483,6 +483,11 @@ _ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
 _FAKE_WORDS = ("fake", "meta", "subclass", "data pointer", "storage", "symbolic", "data-dependent")
 
 
+def _apply(fn: Any, args: Sequence[Any], kwargs: dict) -> Any:
+    """The op on these arguments: a call, or the read of a view property named by a string (``.T``)."""
+    return getattr(args[0], fn) if isinstance(fn, str) else fn(*args, **kwargs)
+
+
 def _raised(error: Exception, fn: Any, plain: list, plain_kw: dict) -> Any:
     """What an op that raised on fakes gives: :class:`Raises` when the real op raises the same for
     certain (its shape checks refuse the arguments, and the real kernel refuses zeros of those
@@ -509,7 +514,7 @@ def _raises_for_real(kind: type, fn: Any, plain: list, plain_kw: dict) -> bool:
         args, kwargs = tree_map(real, (plain, plain_kw))
         with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            getattr(args[0], fn)() if isinstance(fn, str) else fn(*args, **kwargs)
+            _apply(fn, args, kwargs)
     except Exception as error:  # noqa: BLE001 - the real kernel's own refusal
         return type(error) is kind
     return False
@@ -609,9 +614,7 @@ class FakeShapes:
                 return written
             with mode, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if isinstance(fn, str):  # a view property (.T, .mT)
-                    return getattr(plain[0], fn)
-                return fn(*plain, **plain_kw)
+                return _apply(fn, plain, plain_kw)
         except Exception as error:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
             return _raised(error, fn, plain, plain_kw)
 
