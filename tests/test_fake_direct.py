@@ -104,6 +104,25 @@ def _cases(x, y, w, b, v, mask):
     yield torch.roll, (x, 2), {}
     yield F.pad, (x, (1, 2)), {}
     yield F.pad, (x, (0, 0, 1, 1)), {"value": -1.0}
+    # composites (fake_composite): strides of size-1 dimensions as the fake mode's reference gives them
+    for shape in ((-1,), (x.shape[0], -1), (*x.shape, 1), (1, -1, n), (x.shape[0], 1, -1, 1), (-1, 1, n)):
+        yield torch.Tensor.view, (x, *shape), {}
+        yield torch.Tensor.reshape, (x, shape), {}
+        yield torch.reshape, (x, shape), {}
+    yield torch.Tensor.view, (x, torch.int16 if x.dtype == torch.bfloat16 else torch.int32), {}
+    for dims in ((), (1,), (0, 2), (2, -1), (-2,)):
+        yield torch.flatten, (x, *dims), {}
+        yield torch.Tensor.flatten, (x, *dims), {}
+    yield torch.Tensor.unflatten, (x, -1, (1, n)), {}
+    yield torch.Tensor.unflatten, (x, 1, (-1, 1)), {}
+    yield torch.Tensor.view_as, (x, y), {}
+    yield torch.Tensor.reshape_as, (x, y), {}
+    yield torch.Tensor.reshape_as, (x[:, :1], y[:, :1]), {}
+    for equation, operands in (("abcd,abed->abce", (x, y)), ("abcd->abdc", (x,)), ("abcd,d->abc", (x, v)),
+                               ("abcd,ed->abce", (x, w)), ("abcd,abcd->ab", (x, y)), ("...d,ed->...e", (x, w)),
+                               ("abcd,abce->abde", (x, y)), ("abcd->", (x,)), ("abcd,e->abcde", (x, b))):
+        yield torch.einsum, (equation, *operands), {}
+    yield torch._C._VariableFunctions.einsum, ("abcd,abed->abce", (x, y)), {}  # (what torch.einsum calls)
 
 
 @pytest.mark.parametrize("grad_mode", [True, False])

@@ -14,8 +14,9 @@ meta function, each step through the mode's cache): most of a cold prediction of
   torch computes by the same meta functions on the fake mode and on meta tensors:
   elementwise ops, ``linear``, ``matmul``, ``layer_norm``, ``softmax``, ``cat``, ``pad``, views
   that keep their input's strides: ``permute``, ``transpose``, ``unsqueeze``, indexing by ints and
-  slices; not ``view``, ``reshape``, ``flatten`` nor ``einsum``, which on meta tensors give
-  other strides to size-1 dimensions than on the fake mode)
+  slices; and ``view``, ``reshape``, ``flatten``, ``einsum``, which on meta tensors give other
+  strides to size-1 dimensions than on the fake mode, run under a dispatch mode that does what
+  the fake mode does: :mod:`~torchlens.fake_composite`)
   run on **meta twins** of its fake arguments (each a meta tensor of the fake's shape, strides,
   dtype and ``requires_grad``), no mode, no cache (5-10x cheaper), and its output made again
   as a fake: the argument it returned (``contiguous`` of a contiguous tensor), a view of the
@@ -41,6 +42,7 @@ meta function, each step through the mode's cache): most of a cold prediction of
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from typing import Any, Optional
@@ -48,10 +50,13 @@ from typing import Any, Optional
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from . import fake_composite
+
 __all__ = ["fresh", "live", "on_twins", "in_place", "ops", "NOT_DONE"]
 
 #: Names of the ops :func:`on_twins` runs on meta twins, looked up on ``torch.Tensor``,
-#: ``torch``, ``torch._C._nn`` and ``torch.nn.functional``.
+#: ``torch``, ``torch._C._VariableFunctions`` (``torch.einsum`` calls its own), ``torch._C._nn`` and
+#: ``torch.nn.functional``.
 _NAMES = (
     # elementwise, activations
     "add", "sub", "mul", "div", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
@@ -66,6 +71,8 @@ _NAMES = (
     "select", "__getitem__",
     # others
     "cat", "roll", "pad", "stack",
+    # composites, run as the fake mode runs them (fake_composite)
+    *fake_composite.NAMES,
 )
 #: In-place ops :func:`in_place` runs on a meta twin (looked up as :data:`_NAMES` are): their
 #: only arguments besides the tensor written are plain values.
@@ -83,7 +90,7 @@ def ops(names: tuple = _NAMES) -> frozenset:
     """The callables :func:`on_twins` runs (torch's functions and tensor methods of :data:`_NAMES`;
     ``names`` :data:`_IN_PLACE`: those :func:`in_place` runs)."""
     found = set()
-    for owner in (torch.Tensor, torch, torch._C._nn, torch.nn.functional):
+    for owner in (torch.Tensor, torch, torch._C._VariableFunctions, torch._C._nn, torch.nn.functional):
         for name in names:
             fn = getattr(owner, name, None)
             if fn is not None and (owner is not torch.nn.functional or fn is getattr(torch._C._nn, name, None)
@@ -209,7 +216,8 @@ def _twinned(mode: Any, fn: Any, names: tuple, args: list, kwargs: dict) -> Opti
 def _run(fn: Any, args: list, kwargs: dict) -> Any:
     """``fn`` on the twins, or :data:`NOT_DONE` where it raises (the fake mode runs it and tells what)."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), fake_composite.as_the_fake_mode() if fn in ops(fake_composite.NAMES) \
+                else contextlib.nullcontext():
             warnings.simplefilter("ignore")
             return fn(*args, **kwargs)
     except Exception:  # noqa: BLE001

@@ -1,0 +1,90 @@
+"""Composite ops (``view``, ``reshape``, ``flatten``, ``einsum``) run on meta twins as torch's
+fake-tensor mode runs them on fakes, without the mode.
+
+torch breaks these ops into aten ops in C++, above any dispatch mode, by the same code for a
+fake and for its meta twin. The fake mode then runs each aten op by its meta kernel, as a meta
+tensor runs it, except for the ops it treats itself; of those, the composites above reach only
+``view`` and ``_unsafe_view``, whose strides the mode computes by torch's Python reference
+(``torch._refs._reshape_view_helper``), which gives size-1 dimensions other strides than the C++
+kernel a meta tensor gets. And ``reshape`` of a strided input that can be a view asks
+``_reshape_alias`` (the strides of the C++ helper) of a plain tensor, ``view`` of a tensor
+subclass such as a fake.
+
+:func:`as_the_fake_mode` is a dispatch mode around a run on twins that does what the fake mode
+does for those three (the reference's geometry, computed on the twin), runs every aten op the
+fake mode runs by its plain meta kernel, and stops the run (:class:`Unsure`) at any other: one the
+fake mode has its own implementation, decomposition or handler for (constructors, data-dependent
+ops, prims, ``convolution``...), where the run goes to the fake mode instead. An op of torch's
+C++ that branches on the device (a twin is on ``meta``, a fake says it is on the CPU) is not
+among those this is used for; ``tests/test_fake_direct.py`` compares every such op with the fake
+mode's own output on many shapes, layouts, dtypes and grad settings.
+
+Cost: a ``reshape`` that needs new strides is ~1.5 ms through the fake mode (each step of the
+reference dispatched through it), an ``einsum`` 5-15 ms (maxvit_t's 8: ~0.1 s of a cold prediction);
+here a few dispatches on meta tensors.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["NAMES", "Unsure", "as_the_fake_mode"]
+
+#: Composite ops run under :func:`as_the_fake_mode` (names looked up as ``fake_direct``'s are).
+NAMES = ("view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "einsum")
+
+_aten = torch.ops.aten
+#: Aten ops the fake mode gives the geometry of torch's Python reference for reshape views.
+_VIEWS = frozenset({_aten.view.default, _aten._unsafe_view.default, _aten._reshape_alias.default})
+
+
+class Unsure(Exception):
+    """An aten op the fake mode does not run by its plain meta kernel."""
+
+
+@functools.lru_cache(maxsize=None)
+def _by_meta_kernel(func: Any) -> bool:
+    """Whether the fake mode runs ``func`` (on fakes without constants, of static shapes) by
+    its meta kernel alone, as a meta tensor runs it: no handler, implementation, registered fake
+    function or decomposition of the mode's own comes first (``FakeTensorMode.dispatch`` and
+    ``_dispatch_impl``, in their order)."""
+    from torch._decomp import decomposition_table, meta_table
+    from torch._subclasses import fake_impls, fake_tensor
+
+    if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten" or func is _aten.view.dtype:
+        return False  # (a view to another dtype shares its input's storage but is no view: not remade as one)
+    if func in fake_tensor._DISPATCH_META_HANDLERS or func in fake_tensor._DISPATCH_HANDLE_DIRECTLY:
+        return func in (_aten.size.default, _aten.stride.default, _aten.storage_offset.default)
+    if func in fake_tensor.FakeTensorMode.lift_fns or torch.Tag.inplace_view in func.tags:
+        return False
+    meta_first = func in meta_table or torch.Tag.view_copy in func.tags \
+        or func in fake_tensor.FakeTensorMode._cpp_meta_supports_symint
+    implicit = torch._C.DispatchKey.CompositeImplicitAutograd
+    if not meta_first and (func in decomposition_table and fake_tensor.torch_decomp_decompositions(func)
+                           or implicit in func.py_kernels
+                           or torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), implicit)):
+        return False
+    if torch._library.simple_registry.singleton.find(func.name()).fake_impl.kernel is not None:
+        return False
+    if any(check(func) for check, _ in fake_impls.op_implementations_checks):
+        return False
+    return fake_impls.has_meta(func)
+
+
+class _AsTheFakeMode(TorchDispatchMode):
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func in _VIEWS:
+            return torch._refs._reshape_view_helper(args[0], args[1], allow_copy=False)
+        if not _by_meta_kernel(func):
+            raise Unsure(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def as_the_fake_mode() -> TorchDispatchMode:
+    """A dispatch mode for a run on meta twins that gives what the fake mode gives (see the
+    module's docstring); :class:`Unsure` raised from the run: the fake mode must run it."""
+    return _AsTheFakeMode()
