@@ -22,7 +22,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from .passes import Count
-from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concrete, join, may_hold_tensor, truth
+from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concrete, join, may_hold_tensor
 
 if TYPE_CHECKING:
     from .interpreter import Interpreter
@@ -295,7 +295,7 @@ def _filter(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Op
 
     def start() -> Iterator[Value]:
         for item in items:
-            kept = truth(item if fn is NONE else run.call(fn, [item], {}))
+            kept = run.truth_of(item if fn is NONE else run.call(fn, [item], {}), None)
             if kept is None:  # what the consumer does with this item happens 0 or 1 times
                 saved = run.mult
                 run.mult = saved * Count(0, 1, "", "filter keeps items the prediction cannot decide")
@@ -374,7 +374,7 @@ def _extreme(run: Interpreter, op: str, args: list[Value], kwargs: dict[str, Val
     keys = _keys(run, candidates, kwargs)
     best, best_key = candidates[0], keys[0]
     for item, key in zip(candidates[1:], keys[1:]):
-        better = truth(run.binop(op, key, best_key, None, frozenset()))
+        better = run.truth_of(run.binop(op, key, best_key, None, frozenset()), None)
         if better is None:
             best, best_key = join([best, item]), join([best_key, key])
         elif better:

@@ -162,6 +162,14 @@ class Host:
         computed ops share): its ``except`` arm does not run when the op was computed."""
         return False
 
+    def read_raises(self, read: Callable[..., Any], args: Sequence[Value]) -> Optional[str]:
+        """What ``read(*args)`` raises for certain (``"TypeError: ..."``), where the builtin
+        ``read`` takes the tensors among ``args`` as plain Python values (``bool``, ``float``,
+        ``len``, ``operator.index``, ``round``, ``format``...): decided by their metadata, or,
+        where that is not known, only when it raises whatever their shape and dtype; ``None``
+        when it does not or the host cannot tell (an argument neither a tensor nor known)."""
+        return None
+
     def unfollowed(self, fn: Any) -> Optional[str]:
         """Why a library function is not followed (its ops are a gap), or ``None``."""
         return None

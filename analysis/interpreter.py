@@ -35,6 +35,7 @@ import dataclasses
 import dis
 import functools
 import inspect
+import operator
 import os
 import sys
 import threading
@@ -57,7 +58,7 @@ from .host import Host, Intrinsic, Member, OpRaises
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_OPS, CONCRETE, CONTAINS_OPS, CONVERT_OPS,
                          FOR_ITER, FORMAT_OPS, GET_ITER, ITERATING, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS,
-                         NUMERIC, PLAIN, PURE_MODULES, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, TENSOR_QUERIES, UNARY,
+                         NUMERIC, PLAIN, PURE_MODULES, READS, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, TENSOR_QUERIES, UNARY,
                          UNARY_OPS, UNPACK, WITH_ENTER, class_attr, hashable, is_pure, keep)
 from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
@@ -1132,6 +1133,8 @@ class Interpreter:
             assert isinstance(part, ast.FormattedValue)
             value = self.eval(part.value)
             spec = self.eval(part.format_spec) if part.format_spec is not None else Known("")
+            if isinstance(value, Tensor) and part.conversion == -1:
+                self.reads(builtins.format, [value, spec], "formatting a tensor", part)
             if self.formatted(part, value, spec):  # its class's Python __format__, __str__ or __repr__ ran
                 parts.append(None)
                 continue
@@ -1473,6 +1476,10 @@ class Interpreter:
                                                    and isinstance(right, Tensor))
         if tensor_left or isinstance(right, Tensor):
             if tensor_left:
+                if isinstance(left, Opaque):  # a number would make it the tensor's reflected op
+                    operand = _operands(node)[0]
+                    self.note(f"{op} of {source_text(operand) + ', ' if operand is not None else ''}a value the "
+                              f"prediction lost track of ({left.why}){self.where(node)}: taken as a tensor")
                 dunder, args = (f"__i{op}__" if inplace else f"__{op}__"), [left, right]
                 if inplace and self.host.tensor_attribute(dunder)[0] is not Member.METHOD:
                     dunder = f"__{op}__"
@@ -1551,6 +1558,8 @@ class Interpreter:
         class of an object the program built defines in Python."""
         name = _python_special(value, ("__bool__", "__len__"), self.specials)
         if name is None:
+            if isinstance(value, Tensor):
+                self.reads(builtins.bool, [value], "the truth of a tensor", node)
             return truth(value)
         self.at_enclosing(node, BOOL_OPS)
         return truth(self.dunder(value, name, [], None, BOOL_OPS))  # type: ignore[arg-type]
@@ -1611,7 +1620,7 @@ class Interpreter:
             if identical(item, needle) is True and not undecided:
                 return TRUE
             with self.scaled(MAYBE if undecided else ONE):
-                equal = truth(self.binop("eq", item, needle, node, CONTAINS_OPS))
+                equal = self.truth_of(self.binop("eq", item, needle, node, CONTAINS_OPS), node)
             if equal is True and not undecided:
                 return TRUE
             undecided = undecided or equal is not False
@@ -1647,10 +1656,10 @@ class Interpreter:
     def eval_Compare(self, node: ast.Compare) -> Value:
         left = self.eval(node.left)
         result: Value = TRUE
-        for op, comparator in zip(node.ops, node.comparators):
+        for k, (op, comparator) in enumerate(zip(node.ops, node.comparators), 1 - len(node.ops)):
             right = self.eval(comparator)
             value = self.compare(op, left, right, node)
-            known = truth(value)
+            known = self.truth_of(value, node) if k else truth(value)  # Python tests all but the last
             if known is False:
                 return value if len(node.ops) == 1 else FALSE
             result = value if len(node.ops) == 1 or known is None else result
@@ -1681,7 +1690,7 @@ class Interpreter:
         return self.binop(COMPARE[type(op)], left, right, node, COMPARE_OPS)
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Value:
-        return self.bool_op(node)[0]
+        return self.bool_op(node, tested=False)[0]
 
     def condition(self, node: ast.expr) -> Optional[bool]:
         """The truth of a test (``if``, ``while``, a filter, a guard): an ``and``/``or`` is
@@ -1691,17 +1700,19 @@ class Interpreter:
             return self.bool_op(node)[1]
         return self.truth_of(self.eval(node), node)
 
-    def bool_op(self, node: ast.BoolOp) -> tuple[Value, Optional[bool]]:
-        """The value of ``a and b ...`` / ``a or b ...`` and its truth when decidable."""
+    def bool_op(self, node: ast.BoolOp, tested: bool = True) -> tuple[Value, Optional[bool]]:
+        """The value of ``a and b ...`` / ``a or b ...`` and its truth when decidable (``tested``:
+        Python takes the truth of the last operand too, the whole being a test)."""
         stop_on = isinstance(node.op, ast.Or)  # `or` stops at the first true value
         values: list[Value] = []
         uncertain = False
         for expr in node.values:
+            taken = tested or expr is not node.values[-1]
             if uncertain:
                 with self.scaled(MAYBE):
-                    value, known = self.operand(expr)
+                    value, known = self.operand(expr, taken)
             else:
-                value, known = self.operand(expr)
+                value, known = self.operand(expr, taken)
             values.append(value)
             if known is stop_on:  # every run that gets here stops here: the rest never runs
                 return (join(values) if uncertain else value), stop_on
@@ -1709,11 +1720,12 @@ class Interpreter:
                 uncertain = True
         return (join(values), None) if uncertain else (values[-1], not stop_on)
 
-    def operand(self, node: ast.expr) -> tuple[Value, Optional[bool]]:
+    def operand(self, node: ast.expr, tested: bool = True) -> tuple[Value, Optional[bool]]:
+        """An operand of ``and``/``or``/``not`` and its truth (``tested``: Python takes it)."""
         if isinstance(node, ast.BoolOp):
-            return self.bool_op(node)
+            return self.bool_op(node, tested)
         value = self.eval(node)
-        return value, self.truth_of(value, node)
+        return value, self.truth_of(value, node) if tested else truth(value)
 
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         known = self.condition(node.test)
@@ -1741,6 +1753,9 @@ class Interpreter:
         if isinstance(index, Union):  # a key from an undecided branch: any of its options
             return join([self.subscript(value, k, node, True) for k in index.options])
         value = self.viewed(value)
+        if isinstance(index, Tensor) and (isinstance(value, Seq) or isinstance(value, Known) and isinstance(
+                value.obj, (list, tuple, str, range))):
+            self.reads(operator.index, [index], "a tensor as an index", node)
         key = index.obj if isinstance(index, Known) else None
         if isinstance(value, TensorTuple):
             if isinstance(key, int) and key >= 0:
@@ -1781,10 +1796,22 @@ class Interpreter:
         return Opaque("item of an unknown value", value.kind if isinstance(value, Opaque) else Nature.ANY)
 
     def op_raises(self, name: str, error: str) -> None:
-        """An op that raises for certain on the shapes it is given: where the run is certain to
-        reach it, nothing after it runs (a gap); elsewhere the prediction is not exact (a note)."""
-        text = (f"{name} raises {error}{self.where()} on the example inputs' shapes: the forward stops there "
-                "unless the exception is caught; what follows is not predicted")
+        """An op that raises for certain on the shapes it is given."""
+        self.stops(f"{name} raises {error}{self.where()} on the example inputs' shapes")
+
+    def reads(self, read: Any, args: Sequence[Value], what: str, node: Optional[ast.AST] = None) -> None:
+        """Python reads a tensor among ``args`` as a plain value (``read``, a builtin such as
+        ``bool``, ``float``, ``len``, ``operator.index``, ``format``, given ``args``): where the
+        host says that raises for certain (the truth of a tensor of several elements, ``round``
+        of a tensor), the forward stops there."""
+        error = self.host.read_raises(read, args)
+        if error is not None:
+            self.stops(f"{what} raises {error}{self.where(node)}")
+
+    def stops(self, text: str) -> None:
+        """Something raises for certain (``text`` says what and where): where the run is certain
+        to reach it, nothing after it runs (a gap); elsewhere the prediction is not exact (a note)."""
+        text += ": the forward stops there unless the exception is caught; what follows is not predicted"
         if self.catching == 0 and self.mult.lo > 0:
             self.gap(text)
         else:
@@ -2651,12 +2678,17 @@ class Interpreter:
         """Model a builtin or library call; ``None`` when ``fn`` is not one."""
         if isinstance(fn, PyMethod):
             return self.container_method(fn.name, args[0], args[1:], kwargs)
-        specials = _BUILTIN_SPECIALS.get(fn) if hashable(fn) else None
+        key = fn if hashable(fn) else None
+        specials = _BUILTIN_SPECIALS.get(key)
         if specials is not None:
             defined = self.builtin_special(fn, specials, args)
             if defined is not None:
                 return defined
-        handler = self.handlers.get(fn) if hashable(fn) else None
+        if key in READS and any(isinstance(arg, Tensor) for arg in args):
+            read, what = READS[key], f"{getattr(fn, '__qualname__', fn)} of a tensor"
+            for given in [args] if read is None else [[arg] for arg in args if isinstance(arg, Tensor)]:
+                self.reads(read or fn, given, what)
+        handler = self.handlers.get(key)
         if handler is not None:
             result = handler(args, kwargs)
             if result is not None:
@@ -2976,7 +3008,7 @@ class Interpreter:
                     item, sure = self.pull(items, unknown)
                 except StopIteration:
                     break
-                known = truth(item)
+                known = self.truth_of(item, None)
                 if known is want and sure:
                     return Known(want)
                 unknown = unknown or known is not (not want)

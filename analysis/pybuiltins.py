@@ -20,7 +20,7 @@ from typing import Any, Callable
 __all__ = ["BINOPS", "CONCRETE", "COMPARE", "MIRROR", "UNARY", "PLAIN", "BINARY", "SUBSCR_LOAD",
            "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "CONTAINS_OPS", "BOOL_OPS", "CONVERT_OPS", "FORMAT_OPS",
            "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "STAR_ITER", "WITH_ENTER", "MAX_UNROLL",
-           "NUMERIC", "TENSOR_QUERIES", "ITERATING", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr",
+           "NUMERIC", "TENSOR_QUERIES", "ITERATING", "READS", "MUTATORS", "LIVE_CONTAINERS", "is_pure", "class_attr",
            "hashable", "keep"]
 
 BINOPS: dict[type, str] = {
@@ -91,6 +91,17 @@ TENSOR_QUERIES = frozenset({operator.not_, operator.truth, operator.is_, operato
                             operator.length_hint, operator.contains})
 #: ``math`` functions that iterate an argument (a tensor's rows: its ``__iter__`` runs).
 ITERATING = frozenset({math.fsum, math.prod, math.dist, *([math.sumprod] if hasattr(math, "sumprod") else [])})
+#: Builtins that read their tensor arguments as plain Python values (a truth value, a number, an
+#: index, a length, text), mapped to the read that may raise there (a tensor of several elements
+#: taken as a number, a float tensor as an index, ``round`` of a tensor, which lacks ``__round__``):
+#: ``None`` where it is the builtin itself on all its arguments, else a read of each tensor
+#: (``math``'s functions take numbers through ``float``, their integer ones through ``__index__``).
+READS: dict[Any, Any] = {
+    **{fn: float for fn in vars(math).values() if isinstance(fn, types.BuiltinFunctionType) and fn not in ITERATING},
+    **{fn: operator.index for fn in (math.factorial, math.gcd, math.lcm, math.comb, math.perm, math.isqrt)},
+    **dict.fromkeys((builtins.bool, builtins.float, builtins.int, builtins.complex, builtins.len, builtins.round,
+                     builtins.format, builtins.divmod, builtins.range, builtins.chr, builtins.bin, builtins.hex,
+                     builtins.oct, operator.index, operator.truth, operator.not_, math.trunc))}
 #: Methods of concrete builtin values that mutate them.
 MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
                        "add", "discard", "sort", "reverse", "popitem", "__setitem__", "__delitem__",

@@ -56,6 +56,8 @@ REPORTED["CFunctionGivenTensors"] = (
 REPORTED["SuppressedKeyError"] = f"{{'a': x}}['b'] raises KeyError at {line_of(H.SuppressedKeyError, '.cos()')}"
 REPORTED["GeneratorLeftInFinally"] = (f"generator rows ({line_of(H.GeneratorLeftInFinally, 'def rows')}) is left at a "
                                       "yield and closed later: what its finally or __exit__ runs then is not predicted")
+REPORTED["LostLeftOperand"] = (f"mul of {{x: 2}}[x], a value the prediction lost track of (item of an unknown value) "
+                               f"at {line_of(H.LostLeftOperand, '{x: 2}')} in LostLeftOperand.forward: taken as a tensor")
 REPORTED["StarUnknown"] = f"pair is given *items the prediction cannot list at {line_of(H.StarUnknown, 'self.pair(*xs)')}"
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
@@ -90,7 +92,7 @@ def test_exact_where_it_says_nothing():
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
-             "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs"]
+             "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -294,6 +296,20 @@ def test_an_op_raising_on_the_example_inputs_is_a_gap_naming_the_error_and_line(
         worker.start()
         worker.join()
     assert any("failed while attempting to run meta" in r.getMessage() for r in logged)
+
+
+@pytest.mark.parametrize("how", list(H.READS))
+def test_python_reading_a_tensor_where_that_raises_is_a_gap_naming_the_error_and_line(how: str):
+    """``if y > 0``, ``float(y)``, ``min(a, b)`` of rows, ``round(t)``, a float tensor as an index...:
+    where the read raises on the example inputs' shapes (or on any tensor), the prediction says the
+    forward stops there; after an undecided operand of ``and`` it may (a note)."""
+    model, inputs = H.raising_models()[f"read {how}"]
+    pred = tl.predict(model, *inputs)
+    said = " ".join([g.why for g in pred.gaps] + (list(pred.notes) if how == "and" else []))
+    with pytest.raises((RuntimeError, TypeError, ValueError)) as raised:
+        tl.trace(model, *inputs)
+    error = f"{type(raised.value).__name__}: {str(raised.value).splitlines()[0]}"
+    assert error in said and f"at {line_of(H.ReadsAsPython, H.READS[how])} in ReadsAsPython.forward" in said, said
 
 
 def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import logging
 import os
 import threading
@@ -226,6 +227,25 @@ class TorchHost(Host):
 
     def type_error_guard(self, code: Any) -> bool:
         return code is _TYPE_ERROR_GUARD is not None
+
+    def read_raises(self, read: Callable[..., Any], args: Sequence[Value]) -> Optional[str]:
+        choices: list[tuple[Any, ...]] = []
+        for arg in args:
+            if isinstance(arg, Tensor):
+                choices.append(_read_probes(arg.described))
+            elif isinstance(arg, Known):
+                choices.append((arg.obj,))
+            else:
+                return None
+        error: Optional[str] = None
+        for probe in itertools.product(*choices):
+            try:
+                read(*probe)
+            except Exception as raised:  # noqa: BLE001 - what the program's own read raises
+                error = error or f"{type(raised).__name__}: {str(raised).strip().splitlines()[0]}"
+            else:
+                return None
+        return error
 
     def dispatch_op(self, fn: Any) -> Optional[str]:
         """As the capture's mode classifies what ``handle_torch_function`` hands it. torch's own
@@ -481,6 +501,21 @@ def _one_per_dimension(name: str, args: Sequence[Value], kwargs: dict[str, Value
 _ARGUMENT_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
 #: Words of errors about fakes themselves (``.numpy()`` of a tensor subclass, a data pointer).
 _FAKE_WORDS = ("fake", "meta", "subclass", "data pointer", "storage", "symbolic", "data-dependent")
+
+
+#: Tensors of no known metadata a read is tried on: it raises for certain only where it raises on
+#: each (a 0-d integer, a 1-element and a many-element float tensor: ``bool`` and ``float`` take
+#: the first, ``len`` the others; ``round`` and ``math.trunc`` none, the tensor lacks them).
+_UNKNOWN_PROBES = (torch.zeros((), dtype=torch.int64), torch.zeros((1,)), torch.zeros((2, 3)))
+
+
+def _read_probes(described: Any) -> tuple[Any, ...]:
+    """Real tensors with ``described``'s shape and dtype (one zero, expanded: no storage of that
+    size), for reading as plain values; :data:`_UNKNOWN_PROBES` when it has none."""
+    shape = getattr(described, "shape", None)
+    if shape is None or not all(type(size) is int for size in shape):
+        return _UNKNOWN_PROBES
+    return (torch.zeros((), dtype=described.dtype).expand(shape),)
 
 
 def _apply(fn: Any, args: Sequence[Any], kwargs: dict) -> Any:

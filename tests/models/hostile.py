@@ -1030,10 +1030,95 @@ class OpRaises(nn.Module):
         return y.exp()
 
 
+#: Python reading a tensor of several elements (or any tensor: ``round``, ``len`` of a 0-d one)
+#: as a plain value, which raises: the form, then the line's text.
+READS = {"if": "if y > 0:", "not": "if not y:", "chain": "if 0 < y < 1:", "and": "if y.sum() < 100 and y:",
+         "min": "y = min(y[0], y[1])", "any": "if any(r > 0 for r in y):", "float": "y = y * float(y)",
+         "isclose": "if math.isclose(y, 0.5):", "round": "y = y * round(y[0, 0])", "len": "y = y * len(y[0, 0])",
+         "index": "y = [y, -y][y[0, 0]]", "range": "for _ in range(y.sum()):", "format": "y = y * len(f'{y:.2f}')",
+         "divmod": "y = divmod(y, 2)[0]"}
+
+
+class ReadsAsPython(nn.Module):
+    """Python reads a tensor as a truth value, a number, an index, a length or text where that
+    raises on the example inputs (``x`` is 3x4): the forward stops there."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        y, how = torch.tanh(x), self.how
+        if how == "if":
+            if y > 0:
+                y = y * 2
+        elif how == "not":
+            if not y:
+                y = y * 2
+        elif how == "chain":
+            if 0 < y < 1:
+                y = y * 2
+        elif how == "and":
+            if y.sum() < 100 and y:
+                y = y * 2
+        elif how == "min":
+            y = min(y[0], y[1])
+        elif how == "any":
+            if any(r > 0 for r in y):
+                y = y * 2
+        elif how == "float":
+            y = y * float(y)
+        elif how == "isclose":
+            if math.isclose(y, 0.5):
+                y = y * 2
+        elif how == "round":
+            y = y * round(y[0, 0])
+        elif how == "len":
+            y = y * len(y[0, 0])
+        elif how == "index":
+            y = [y, -y][y[0, 0]]
+        elif how == "range":
+            for _ in range(y.sum()):
+                y = y * 2
+        elif how == "format":
+            y = y * len(f'{y:.2f}')
+        elif how == "divmod":
+            y = divmod(y, 2)[0]
+        return y.exp()
+
+
+class ReadsOneElement(nn.Module):
+    """The same reads of one-element tensors, which Python takes: no gap, and exact. The value of
+    an ``and`` is not tested (its last operand's truth is not taken)."""
+
+    def forward(self, x):
+        y = torch.tanh(x)
+        one = y[0, 0]
+        if one > -2 and 0 < one + 2 < 4:
+            y = y * 2
+        if not one > 2:
+            y = y + 1
+        if any(r.sum() > -100 for r in y):
+            y = y - 1
+        y = y * float(one) + min(y[0, 0], y[1, 0]) + math.floor(y[0, :1] + 2)
+        y = y * [1.0, 2.0][(one * 0).long()]
+        kept = (one > -2) and y
+        return kept * len(f"{one:.2f}") + len(y[0])
+
+
+class LostLeftOperand(nn.Module):
+    """An operator whose left operand the prediction lost track of, the right a tensor: a number
+    there makes it the tensor's reflected op, so the op is said to be taken as a tensor's."""
+
+    def forward(self, x):
+        return {x: 2}[x] * x
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
-    """Models whose forward raises from an op on their example inputs."""
+    """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
-    return {how: (OpRaises(how), (torch.randn(3, 4),)) for how in ("view", "cat", "index")}
+    out = {how: (OpRaises(how), (torch.randn(3, 4),)) for how in ("view", "cat", "index")}
+    return {**out, **{f"read {how}": (ReadsAsPython(how), (torch.randn(3, 4),)) for how in READS}}
 
 
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
@@ -1046,7 +1131,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
-             ReflectedOperators, ShortCircuits, NamedOutputs]
+             ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
