@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Optional
 from .errors import PredictionError, SourceUnavailableError
 from .host import Host
 from .events import ForwardInput, Gap
+from .framestack import with_room
 from .interpreter import DEFAULT_LIMITS, Boundary, Budget, Interpreter
 from .passes import Count
 from .pybuiltins import class_attr
@@ -163,7 +164,7 @@ def mark_inputs(run: Interpreter, values: list[Value],
 def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True,
          inputs: tuple[str, ...] = (), module_types: Optional[dict[str, str]] = None) -> Prediction:
     with _no_automatic_collection():
-        return _predict(run, target, start, boundary, inputs, module_types)
+        return with_room(_predict, run, target, start, boundary, inputs, module_types)
 
 
 @contextmanager
