@@ -1333,9 +1333,15 @@ class Interpreter:
         return Opaque(f"tensor attribute {name}", Nature.NUMBER)
 
     def known_attribute(self, obj: Any, name: str, node: Optional[ast.AST]) -> Value:
+        """``obj.name`` of a live object, as the run has changed it (``node``: the syntax, where a
+        read that raises stops the forward; ``getattr`` and ``hasattr`` pass none)."""
         key = (id(obj), name)
         if key in self.overlay:
             return self.overlay[key]
+        if self.views and hasattr(obj, "__dict__"):  # its __dict__ written into as a dict: the copy holds it
+            held = self.viewed(Known(vars(obj)))
+            if isinstance(held, Dict) and name in held.items:
+                return held.items[name]
         cls = type(obj)  # by its type: an object's own ``__class__`` is not read
         if cls is SuperRef:
             return self.super_attribute(obj, name)
@@ -1355,7 +1361,9 @@ class Interpreter:
                 return cast(Value, self.dunder(Known(obj), "__getattr__", [Known(name)], node, ATTR_LOAD))
         try:
             return self.wrap(getattr(obj, name))
-        except Exception:  # noqa: BLE001 - any failing getattr is "no such attribute" here
+        except Exception as error:  # noqa: BLE001 - any failing getattr is "no such attribute" here
+            if node is not None:
+                self.stops(f"reading {type(obj).__name__}.{name} raises {type(error).__name__}{self.where(node)}")
             return Opaque(f"{type(obj).__name__} has no attribute {name} (reading it raises)", Nature.NUMBER)
 
     @staticmethod
@@ -2046,8 +2054,12 @@ class Interpreter:
         return Signal(Exit.RETURN, self.eval(node.value) if node.value is not None else NONE)
 
     def exec_Raise(self, node: ast.Raise) -> Signal:
-        if self.catching == 0 and self.mult.lo > 0 and node.exc is not None:
-            self.gap(f"{_raised(node.exc)} raised{self.where(node)} on the path the prediction "
+        return self.raising(_raised(node.exc) if node.exc is not None else None, node)
+
+    def raising(self, what: Optional[str], node: ast.stmt) -> Signal:
+        """A statement that raises ``what`` where the run reaches it."""
+        if self.catching == 0 and self.mult.lo > 0 and what is not None:
+            self.gap(f"{what} raised{self.where(node)} on the path the prediction "
                      "took: nothing after it is predicted; if the model does not raise there, pass example "
                      "inputs (tl.predict(model, *inputs))")
         return Signal(Exit.RAISE)
@@ -2058,8 +2070,16 @@ class Interpreter:
     def exec_Continue(self, node: ast.Continue) -> Signal:
         return Signal(Exit.CONTINUE)
 
-    def exec_Assert(self, node: ast.Assert) -> None:
-        self.eval(node.test)
+    def exec_Assert(self, node: ast.Assert) -> Optional[Signal]:
+        """``assert test, msg``: a test decided false raises ``AssertionError`` (its message built
+        first); an undecided one is taken as holding, its message built 0..1 times."""
+        known = self.condition(node.test)
+        if known is True:
+            return None
+        if node.msg is not None:
+            with self.scaled(MAYBE if known is None else ONE):
+                self.eval(node.msg)
+        return None if known is None else self.raising(f"AssertionError ({source_text(node.test)})", node)
 
     def exec_Delete(self, node: ast.Delete) -> None:
         frame = self.frame

@@ -92,7 +92,7 @@ def test_exact_where_it_says_nothing():
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
-             "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement"]
+             "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -310,6 +310,17 @@ def test_python_reading_a_tensor_where_that_raises_is_a_gap_naming_the_error_and
         tl.trace(model, *inputs)
     error = f"{type(raised.value).__name__}: {str(raised.value).splitlines()[0]}"
     assert error in said and f"at {line_of(H.ReadsAsPython, H.READS[how])} in ReadsAsPython.forward" in said, said
+
+
+@pytest.mark.parametrize("how", list(H.STATEMENTS))
+def test_an_assert_decided_false_and_a_missing_attribute_are_gaps_naming_the_line(how: str):
+    model, inputs = H.raising_models()[how]
+    said = " ".join(g.why for g in tl.predict(model, *inputs).gaps)
+    with pytest.raises((AssertionError, AttributeError)):
+        tl.trace(model, *inputs)
+    assert f"at {line_of(H.RaisesInPython, H.STATEMENTS[how])} in RaisesInPython.forward" in said, said
+    assert ("AssertionError (x.shape[0] == 5) raised" if how == "assert" else
+            "reading RaisesInPython.missing raises AttributeError") in said, said
 
 
 def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():

@@ -1114,11 +1114,44 @@ class LostLeftOperand(nn.Module):
         return {x: 2}[x] * x
 
 
+class Asserts(nn.Module):
+    """An assert the shapes decide true (its message is not built), one the data leaves
+    undecided (its message's op runs 0..1 times), and an attribute written through
+    ``self.__dict__`` read back: exact."""
+
+    def forward(self, x):
+        assert x.shape[0] == 3, f"{x.sum()}"
+        assert x.abs().sum() < 1e9, f"too big: {x.mean()}"
+        self.__dict__["scaled"] = x * 2
+        return self.scaled + 1
+
+
+#: Statements that raise on the example inputs: the form, then the line's text.
+STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing"}
+
+
+class RaisesInPython(nn.Module):
+    """An assert the shapes decide false; an attribute the module does not have."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        x = torch.tanh(x)
+        if self.how == "assert":
+            assert x.shape[0] == 5, "wants 5 rows"
+        else:
+            return self.missing
+        return x.exp()
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
     out = {how: (OpRaises(how), (torch.randn(3, 4),)) for how in ("view", "cat", "index")}
-    return {**out, **{f"read {how}": (ReadsAsPython(how), (torch.randn(3, 4),)) for how in READS}}
+    out.update({f"read {how}": (ReadsAsPython(how), (torch.randn(3, 4),)) for how in READS})
+    return {**out, **{how: (RaisesInPython(how), (torch.randn(3, 4),)) for how in STATEMENTS}}
 
 
 def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
@@ -1131,7 +1164,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ModuleInBranch, SortedTensors, SortedThree, Operators, PlainChecks, KeysUnion, StarUnknown,
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
-             ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand]
+             ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
+             Asserts]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
