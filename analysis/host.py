@@ -32,6 +32,8 @@ class Intrinsic(Enum):
     MODULE_CALL = "module_call"
     #: A custom autograd function's ``apply``: calls ``cls.forward(ctx, *args)`` from C.
     APPLY = "apply"
+    #: Makes a tensor from data outside the library with no op the capture sees (``from_numpy``).
+    UNSEEN = "unseen"
 
 
 class Member(Enum):

@@ -758,6 +758,8 @@ class Interpreter:
         if kind is Intrinsic.APPLY and args and isinstance(args[0], Known):  # Function.apply: forward from C
             forward = getattr(args[0].obj, "forward", None)
             return self.call(self.wrap(forward), [Known(self.host.function_context()), *args[1:]], kwargs)
+        if kind is Intrinsic.UNSEEN:  # a tensor no op made, as an input is
+            return Tensor()
         if kind is Intrinsic.TRANSFORM:  # torch.func transform, higher-order op: one boundary op, nothing inside
             name = self.host.op_name(fn) or str(getattr(fn, "__name__", "transform"))
             if name in _BRANCHING:

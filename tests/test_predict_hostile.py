@@ -92,7 +92,8 @@ def test_exact_where_it_says_nothing():
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
-             "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts"]
+             "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
+             "OutsideData"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

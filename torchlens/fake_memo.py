@@ -277,7 +277,7 @@ class OpMemo:
     def _arg(self, obj: Any, parts: list, inputs: list, known: dict) -> None:
         kind = type(obj)
         if kind is FakeTensor:
-            if obj.fake_mode is not self.mode:
+            if obj.fake_mode is not self.mode or obj.layout is not torch.strided:  # sparse: no storage to compare
                 raise _Unkeyable
             inputs.append(obj)
             constant = obj.constant
@@ -421,8 +421,8 @@ class OpMemo:
         for at, given in enumerate(inputs):
             if tensor is given:
                 return at
-        if type(tensor) is not FakeTensor or tensor.fake_mode is not self.mode:
-            return None
+        if type(tensor) is not FakeTensor or tensor.fake_mode is not self.mode or tensor.layout is not torch.strided:
+            return None  # sparse: no storage to compare
         storage = tensor.untyped_storage()._cdata
         alias = next((at for at, given in enumerate(inputs) if given.untyped_storage()._cdata == storage), None)
         base = None

@@ -44,7 +44,8 @@ _NOT_TENSOR = frozenset({
     "is_grad_enabled", "get_default_dtype", "is_autocast_enabled", "is_inference_mode_enabled", "finfo", "iinfo",
     "are_deterministic_algorithms_enabled", "result_type", "promote_types", "can_cast", "is_set_to", "dim_order",
     "iter", "is_shared", "is_pinned", "type",
-    "is_coalesced", "dense_dim", "sparse_dim", "is_meta", "is_cuda", "is_cpu", "get_autocast_dtype",
+    "is_coalesced", "dense_dim", "sparse_dim", "is_meta", "is_cuda", "is_cpu", "get_autocast_dtype", "numpy",
+    "__array__", "__dlpack__", "__dlpack_device__",
 })
 #: Names of ``_NOT_TENSOR`` a query dunder shares with a method that gives a tensor: ``x.__float__()``
 #: is a number, ``x.float()`` a tensor; ``x.type()`` a string, ``x.type(torch.half)`` a tensor.
@@ -279,6 +280,8 @@ class TorchHost(Host):
             return Intrinsic.MODULE_CALL
         if fn is _APPLY:
             return Intrinsic.APPLY
+        if fn in _UNSEEN:
+            return Intrinsic.UNSEEN
         return None
 
     def constant_call(self, fn: Any) -> bool:
@@ -422,6 +425,9 @@ _APPLY = vars(torch._C._FunctionBase)["apply"]
 _UNWRAP_IF_DEAD = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
 #: torch.jit's questions whose answer is ``False`` in an eager run.
 _NOT_TRACING = (torch.jit.is_tracing, torch.jit.is_scripting)
+#: Functions that make a tensor from data outside torch without its function dispatch: no op the
+#: capture sees; what they give is a tensor no op made, as an input is.
+_UNSEEN = (torch.from_numpy, torch.frombuffer)
 #: torch packages whose functions trace or compile what they are given.
 _UNFOLLOWED = tuple(f"{os.sep}torch{os.sep}{part}{os.sep}" for part in ("_higher_order_ops", "export"))
 

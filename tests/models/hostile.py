@@ -1126,6 +1126,14 @@ class Asserts(nn.Module):
         return self.scaled + 1
 
 
+class OutsideData(nn.Module):
+    """A tensor through NumPy and back (``numpy`` gives no tensor, ``from_numpy`` is no op the
+    capture sees) and through a sparse layout: exact."""
+
+    def forward(self, x):
+        return torch.from_numpy(x.numpy() * 2) + x.to_sparse().to_dense()
+
+
 #: Statements that raise on the example inputs: the form, then the line's text.
 STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing"}
 
@@ -1165,7 +1173,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
-             Asserts]
+             Asserts, OutsideData]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
