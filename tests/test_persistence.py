@@ -66,6 +66,27 @@ def test_tiny_gpt2_round_trips_and_rebuilds_its_model_output(tmp_path):
     assert loaded.validate_forward_pass(strict=True).ok
 
 
+class Sparse(nn.Module):
+    """A graph-network step: a sparse adjacency (COO and CSR) times features."""
+
+    def forward(self, x):
+        adjacency = (x @ x.T > 1).float().to_sparse()
+        out = torch.sparse.mm(adjacency, x) + adjacency.to_sparse_csr() @ x
+        return out + adjacency.to_dense().sum()
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_sparse_outputs_validate_and_round_trip(tmp_path):
+    torch.manual_seed(0)
+    trace = tl.trace(Sparse(), torch.rand(5, 4))
+    assert {op.out.layout for op in trace.ops} >= {torch.sparse_coo, torch.sparse_csr}
+    assert trace.validate_forward_pass(strict=True).ok
+    loaded = roundtrip(trace, tmp_path)
+    assert loaded == trace
+    assert [op.out.layout for op in loaded.ops] == [op.out.layout for op in trace.ops]
+    assert loaded.validate_forward_pass(strict=True).ok
+
+
 def test_equality_sees_a_changed_value():
     torch.manual_seed(0)
     trace = tl.trace(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), torch.randn(2, 3))

@@ -116,9 +116,9 @@ def same(a: "Trace", b: "Trace") -> bool:
 
 
 def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.dtype != b.dtype or a.shape != b.shape:
+    if a.dtype != b.dtype or a.shape != b.shape or a.layout != b.layout:
         return False
-    a, b = a.detach().cpu(), b.detach().cpu()
+    a, b = _dense(a.detach().cpu()), _dense(b.detach().cpu())
     if a.is_floating_point() or a.is_complex():
         return bool(torch.equal(torch.isnan(a), torch.isnan(b))) and bool(torch.equal(a.nan_to_num(0), b.nan_to_num(0)))
     return bool(torch.equal(a, b))
@@ -126,15 +126,27 @@ def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 # -- the file's tensors ---------------------------------------------------------------------------
 
+#: Sparse layouts a file holds: stored as their dense values and made sparse again when read.
+_SPARSE = {"sparse_coo": torch.sparse_coo, "sparse_csr": torch.sparse_csr, "sparse_csc": torch.sparse_csc}
+
+
+def _dense(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor if tensor.layout is torch.strided else tensor.to_dense()
+
 
 def _storable(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, list]]:
-    """Contiguous CPU tensors safetensors can write, with each one's dtype and shape when it
-    is stored as bytes (a dtype safetensors lacks)."""
+    """Contiguous CPU tensors safetensors can write, with each one's dtype, shape and layout when
+    it is stored as bytes (a dtype safetensors lacks) or as the dense values of a sparse tensor."""
     stored, layout = {}, {}
     for key, tensor in tensors.items():
-        value = tensor.detach().to("cpu").clone(memory_format=torch.contiguous_format)
+        kind = str(tensor.layout).removeprefix("torch.")
+        if tensor.layout is not torch.strided and kind not in _SPARSE:
+            raise TorchLensValueError(f"cannot save a tensor of layout {kind} (tensor {key!r}): a trace file holds "
+                                      f"strided tensors and the sparse layouts {', '.join(_SPARSE)}")
+        value = _dense(tensor.detach().to("cpu")).clone(memory_format=torch.contiguous_format)
+        if value.dtype not in _NATIVE or kind in _SPARSE:
+            layout[key] = [str(value.dtype).removeprefix("torch."), list(value.shape), kind]
         if value.dtype not in _NATIVE:
-            layout[key] = [str(value.dtype).removeprefix("torch."), list(value.shape)]
             value = value.reshape(-1).view(torch.uint8)
         stored[key] = value
     return stored, layout
@@ -142,8 +154,10 @@ def _storable(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor]
 
 def _restored(stored: dict[str, torch.Tensor], layout: dict[str, list]) -> dict[str, torch.Tensor]:
     out = dict(stored)
-    for key, (dtype, shape) in layout.items():
+    for key, (dtype, shape, *kind) in layout.items():  # files written before sparse layouts: two fields
         out[key] = stored[key].view(_dtype(dtype)).reshape(shape)
+        if kind and kind[0] in _SPARSE:
+            out[key] = out[key].to_sparse(layout=_SPARSE[kind[0]])
     return out
 
 

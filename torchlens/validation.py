@@ -128,13 +128,19 @@ class _Replay:
         expected = op.out
         if not isinstance(value, torch.Tensor):
             self.mismatches.append((op.label, f"replay gave {type(value).__name__}, not a tensor"))
-        elif value.shape != expected.shape or value.dtype != expected.dtype:
-            self.mismatches.append((op.label, f"replay gave {tuple(value.shape)} {value.dtype}, "
-                                              f"capture saved {tuple(expected.shape)} {expected.dtype}"))
-        elif values and not _same(value, expected):
-            diff = (value.double() - expected.double()).abs().max().item() if value.is_floating_point() else "-"
+        elif value.shape != expected.shape or value.dtype != expected.dtype or value.layout != expected.layout:
+            self.mismatches.append((op.label, f"replay gave {tuple(value.shape)} {value.dtype} {value.layout}, "
+                                              f"capture saved {tuple(expected.shape)} {expected.dtype} {expected.layout}"))
+        elif values and not _same(_dense(value), _dense(expected)):
+            diff = (_dense(value).double() - _dense(expected).double()).abs().max().item() \
+                if value.is_floating_point() else "-"
             self.mismatches.append((op.label, f"values differ (max abs difference {diff})"))
         return value
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s values in the strided layout (a sparse tensor's kernels do not compare)."""
+    return t if t.layout is torch.strided else t.to_dense()
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
