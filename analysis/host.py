@@ -26,7 +26,9 @@ class Intrinsic(Enum):
     DISPATCH = "dispatch"
     #: A transform boundary recorded as one op (``torch.func.vmap``).
     TRANSFORM = "transform"
-    #: A decorator that returns the function it is given (``torch._dynamo.disable``).
+    #: Returns its first argument as it is: a decorator that returns the function it is given
+    #: (``torch._dynamo.disable``); ``Tensor.as_subclass``, the same data as another class with
+    #: no op the capture sees.
     IDENTITY = "identity"
     #: The library's own module call (``nn.Module.__call__`` reached from a ``__call__`` override).
     MODULE_CALL = "module_call"

@@ -274,7 +274,7 @@ class TorchHost(Host):
         if fn in self._transforms:
             return Intrinsic.TRANSFORM
         if getattr(fn, "__module__", None) == "torch._dynamo.decorators" and getattr(fn, "__name__", "") == "disable" \
-                or fn is _UNWRAP_IF_DEAD:
+                or fn is _UNWRAP_IF_DEAD or fn is torch._C.TensorBase.as_subclass:
             return Intrinsic.IDENTITY
         if fn is _MODULE_CALL or fn is nn.Module._call_impl:
             return Intrinsic.MODULE_CALL

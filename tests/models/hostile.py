@@ -1126,12 +1126,16 @@ class Asserts(nn.Module):
         return self.scaled + 1
 
 
+class Marked(torch.Tensor):
+    """A tensor subclass with nothing of its own."""
+
+
 class OutsideData(nn.Module):
     """A tensor through NumPy and back (``numpy`` gives no tensor, ``from_numpy`` is no op the
-    capture sees) and through a sparse layout: exact."""
+    capture sees), through a sparse layout, and as a subclass (``as_subclass``: no op either): exact."""
 
     def forward(self, x):
-        return torch.from_numpy(x.numpy() * 2) + x.to_sparse().to_dense()
+        return torch.from_numpy(x.numpy() * 2) + x.to_sparse().to_dense() + (x.as_subclass(Marked) * 2).relu()
 
 
 #: Statements that raise on the example inputs: the form, then the line's text.
