@@ -87,6 +87,34 @@ def test_sparse_outputs_validate_and_round_trip(tmp_path):
     assert loaded.validate_forward_pass(strict=True).ok
 
 
+def test_float8_outputs_validate_and_round_trip(tmp_path):
+    class Float8(nn.Module):
+        def forward(self, x):
+            return x.to(torch.float8_e4m3fn).float() * 2
+
+    trace = tl.trace(Float8(), torch.rand(3, 4))
+    assert trace.validate_forward_pass(strict=True).ok
+    assert roundtrip(trace, tmp_path) == trace
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["quantized", "nested"])
+def test_tensors_a_file_cannot_hold_are_refused_naming_what_holds_them(kind, tmp_path):
+    class Odd(nn.Module):
+        def forward(self, x):
+            if kind == "quantized":
+                return torch.quantize_per_tensor(x, 0.1, 0, torch.quint8).dequantize()
+            return torch.nested.nested_tensor([x[0], x[1, :2]]).to_padded_tensor(0.0)
+
+    trace = tl.trace(Odd(), torch.rand(3, 4))
+    with pytest.raises(tl.errors.TorchLensValueError, match=f"cannot save a {kind} tensor .*save='none' keeps no"):
+        tl.save(trace, tmp_path / "odd.tltrace")
+    if kind == "quantized":
+        with pytest.raises(tl.errors.TorchLensValueError, match="the output of quantize_per_tensor_1:1"):
+            tl.save(trace, tmp_path / "odd.tltrace")
+    tl.save(tl.trace(Odd(), torch.rand(3, 4), capture=tl.options.CaptureOptions(save="none")), tmp_path / "none.tltrace")
+
+
 def test_equality_sees_a_changed_value():
     torch.manual_seed(0)
     trace = tl.trace(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), torch.randn(2, 3))

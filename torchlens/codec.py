@@ -40,6 +40,7 @@ from .containers import ContainerRecords
 from .errors import TorchLensError, TorchLensValueError, TraceFileError
 from .options import CaptureOptions, TraceOptions
 from .records import BufferVersion, CallSite, Layer, Module, ModuleCall, Op, OpGraph, Ops, Param
+from .validation import comparable
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -60,7 +61,8 @@ def dumps(trace: "Trace") -> bytes:
     """The file's bytes for ``trace``."""
     _torch_only(trace, "tl.save (and pickling a trace)")
     records, tensors = _Writer().trace(trace)
-    stored, layout = _storable(tensors)
+    holders = {op["out"]: f"the output of {op['label']}" for op in reversed(records["ops"])}
+    stored, layout = _storable(tensors, holders)
     text = json.dumps(records, separators=(",", ":"), allow_nan=False)
     meta = {"format": FORMAT, "version": str(VERSION), "records": text, "layout": json.dumps(layout),
             "digest": _digest(text, stored)}
@@ -118,7 +120,7 @@ def same(a: "Trace", b: "Trace") -> bool:
 def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.dtype != b.dtype or a.shape != b.shape or a.layout != b.layout:
         return False
-    a, b = _dense(a.detach().cpu()), _dense(b.detach().cpu())
+    a, b = comparable(a.detach().cpu()), comparable(b.detach().cpu())
     if a.is_floating_point() or a.is_complex():
         return bool(torch.equal(torch.isnan(a), torch.isnan(b))) and bool(torch.equal(a.nan_to_num(0), b.nan_to_num(0)))
     return bool(torch.equal(a, b))
@@ -130,20 +132,23 @@ def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 _SPARSE = {"sparse_coo": torch.sparse_coo, "sparse_csr": torch.sparse_csr, "sparse_csc": torch.sparse_csc}
 
 
-def _dense(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor if tensor.layout is torch.strided else tensor.to_dense()
-
-
-def _storable(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, list]]:
+def _storable(tensors: dict[str, torch.Tensor], holders: dict[str, str]) -> tuple[dict[str, torch.Tensor],
+                                                                                dict[str, list]]:
     """Contiguous CPU tensors safetensors can write, with each one's dtype, shape and layout when
-    it is stored as bytes (a dtype safetensors lacks) or as the dense values of a sparse tensor."""
+    it is stored as bytes (a dtype safetensors lacks) or as the dense values of a sparse tensor
+    (``holders``: what holds a tensor, by its key, for errors)."""
     stored, layout = {}, {}
     for key, tensor in tensors.items():
-        kind = str(tensor.layout).removeprefix("torch.")
-        if tensor.layout is not torch.strided and kind not in _SPARSE:
-            raise TorchLensValueError(f"cannot save a tensor of layout {kind} (tensor {key!r}): a trace file holds "
-                                      f"strided tensors and the sparse layouts {', '.join(_SPARSE)}")
-        value = _dense(tensor.detach().to("cpu")).clone(memory_format=torch.contiguous_format)
+        kind = "nested" if tensor.is_nested else "quantized" if tensor.is_quantized else \
+            str(tensor.layout).removeprefix("torch.")
+        if kind not in _SPARSE and (tensor.layout is not torch.strided or tensor.is_nested or tensor.is_quantized):
+            raise TorchLensValueError(
+                f"cannot save a {kind} tensor ({holders.get(key, 'a tensor the trace holds')}): a trace file holds "
+                f"strided tensors and the sparse layouts {', '.join(_SPARSE)}; trace with CaptureOptions(save=...) "
+                "leaving out the ops that give it (save='none' keeps no tensor)")
+        value = tensor.detach().to("cpu")
+        value = value if value.layout is torch.strided else value.to_dense()
+        value = value.clone(memory_format=torch.contiguous_format)
         if value.dtype not in _NATIVE or kind in _SPARSE:
             layout[key] = [str(value.dtype).removeprefix("torch."), list(value.shape), kind]
         if value.dtype not in _NATIVE:
