@@ -334,7 +334,8 @@ def walk(node: ast.AST, nested: bool = False) -> list[ast.AST]:
 #: Fields that never hold a node (names, flags), or hold only operators and contexts no rule reads.
 _SCALAR_FIELDS = frozenset({"id", "ctx", "attr", "arg", "kind", "op", "ops", "name", "module", "level", "asname",
                             "type_comment", "conversion", "is_async", "simple", "kwd_attrs", "rest"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: ()}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: (),
+                                               ast.MatchSingleton: ()}  # its value: True, False or None
 _NESTED_TYPES = frozenset(_NESTED)
 
 

@@ -509,6 +509,8 @@ class M(nn.Module):
                 pass
             case M(p=1) as bound:
                 pass
+            case None | True:
+                pass
             case _:
                 pass
         try:
