@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from torchlens import fake_composite
 from torchlens.fake_direct import NOT_DONE, fresh, in_place, live, on_twins, ops
 from torchlens.torch_host import FakeShapes
 
@@ -299,3 +300,42 @@ def test_fakes_of_live_tensors_made_directly_are_the_mode_s_own() -> None:
                    torch.zeros(0, 3),
                    torch.randn(2, 3).requires_grad_() * 2):
         assert live(FakeTensorMode(allow_non_fake_inputs=True), tensor) is None
+
+
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_views_made_without_the_fake_mode_are_its_own(grad_mode) -> None:
+    """:func:`~torchlens.fake_composite.as_strided` makes what the fake mode's ``as_strided``
+    makes (geometry, grad, leaf and view bits, base, storage, version) of fakes laid out every
+    way, leaves and ops' outputs and views of them, with and without grad (and inference) mode;
+    a fake with a constant goes through the mode (which folds it)."""
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    compared = 0
+    for dtype, grad in [(torch.float32, True), (torch.float32, False), (torch.int64, False)]:
+        for live in _layouts((3, 1, 5, 2), dtype, grad):
+            for form in ("leaf", "output", "view"):
+                x = shapes.fake(live)
+                if form != "leaf":
+                    with mode:
+                        x = x * 1
+                if form == "view":
+                    x = x[1:]
+                for shape, stride, offset in [((5, 2), (2, 1), 0), ((2, 5), (1, 2), 3), ((3, 1, 5, 2), x.stride(), 0),
+                                              ((1,), (0,), 7), (x.shape, x.stride(), x.storage_offset())]:
+                    with torch.set_grad_enabled(grad_mode):
+                        with mode:
+                            own = torch.ops.aten.as_strided.default(x, shape, stride, offset)
+                        made = fake_composite.as_strided(mode, x, shape, stride, offset)
+                    assert _everything(made, mode, [x]) == _everything(own, mode, [x]), (live.stride(), form, shape)
+                    compared += 1
+    x = shapes.fake(torch.randn(3, 4))
+    with torch.inference_mode():
+        made = fake_composite.as_strided(mode, x, (4,), (1,), 2)
+        with mode:
+            own = torch.ops.aten.as_strided.default(x, (4,), (1,), 2)
+    assert _everything(made, mode, [x]) == _everything(own, mode, [x])
+    with mode:
+        constant = torch.tensor(2.0)
+    assert constant.constant is not None
+    assert fake_composite.as_strided(mode, constant, (1,), (0,), 0).constant is not None
+    assert compared > 100

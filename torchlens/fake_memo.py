@@ -55,6 +55,7 @@ from typing import Any, NamedTuple, Optional
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from .fake_composite import as_strided
 from .fake_direct import fresh
 
 __all__ = ["OpMemo", "UNKNOWN", "Raises", "MISS", "KEYS", "PER_KEY", "tensor_key"]
@@ -138,11 +139,6 @@ def _stamp(t: Any) -> tuple:
     """A kept output's metadata, its storage and its constant (by identity, with its version)."""
     constant = t.constant
     return (tensor_key(t), t.untyped_storage()._cdata, id(constant), None if constant is None else constant._version)
-
-
-def _as_strided(source: Any, made: tuple) -> Any:
-    """A view of ``source`` with the shape, strides and storage offset of :func:`tensor_key` ``made``."""
-    return torch.ops.aten.as_strided.default(source, made[0], made[1], made[2])
 
 
 def _changes(t: Any) -> tuple:
@@ -360,14 +356,12 @@ class OpMemo:
                 return MISS
             made = part.stamp[0]
             if part.alias is not None:
-                with self.mode:
-                    again = _as_strided(inputs[part.alias], made)
+                again = as_strided(self.mode, inputs[part.alias], *made[:3])
             elif part.base is not None:
                 base, stamp = part.base
                 if base._version or _stamp(base) != stamp or (copy := self._fresh(base, inputs)) is None:
                     return MISS
-                with self.mode:
-                    again = _as_strided(copy, made)
+                again = as_strided(self.mode, copy, *made[:3])
             else:
                 tensor = part.tensor
                 if tensor._version or _stamp(tensor) != part.stamp or (again := self._fresh(tensor, inputs)) is None:
