@@ -124,3 +124,21 @@ def test_import_torchlens_beside_files_named_like_its_subpackages(tmp_path):
     out = _run("import torchlens, torchlens.analysis.sites, torchlens.capture.frames, torchlens.fuzz.spec; "
                "print(torchlens.__version__)", cwd=tmp_path)
     assert out
+
+
+def test_the_first_use_of_a_public_name_imports_with_the_collector_paused():
+    """``tl.predict`` (any name loaded on first use) imports its modules with Python's cyclic
+    collector paused: no collection runs during the import; the collector is running again
+    after it if it ran before, and stays off if it was off."""
+    pytest.importorskip("torch")
+    code = ("import gc, sys, torch, torchlens as tl\n"
+            "def importing():\n"
+            "    frame = sys._getframe(1)\n"
+            "    while frame is not None and frame.f_code.co_name != '_find_and_load':\n"
+            "        frame = frame.f_back\n"
+            "    return frame is not None\n"
+            "during = []\n"
+            "gc.callbacks.append(lambda phase, info: during.append(importing()))\n"
+            "gc.set_threshold(1); tl.predict; was = gc.isenabled(); gc.disable(); tl.trace\n"
+            "print('torchlens.predict' in sys.modules, any(during), was, gc.isenabled())")
+    assert _run(code) == "True False True False"
