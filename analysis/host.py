@@ -166,6 +166,12 @@ class Host:
         computed ops share): its ``except`` arm does not run when the op was computed."""
         return False
 
+    def guard_passes(self, read: Callable[[str], Optional[Value]]) -> bool:
+        """Whether the ``TypeError`` guard (:meth:`type_error_guard`) whose frame's variables
+        ``read`` gives lets its op through whatever the shapes: its operands are of types the op
+        takes (tensors and plain numbers), so its ``except`` arm does not run."""
+        return False
+
     def read_raises(self, read: Callable[..., Any], args: Sequence[Value]) -> Optional[str]:
         """What ``read(*args)`` raises for certain (``"TypeError: ..."``), where the builtin
         ``read`` takes the tensors among ``args`` as plain Python values (``bool``, ``float``,

@@ -2466,11 +2466,15 @@ class Interpreter:
 
     def decided_guard(self, start: int) -> bool:
         """Whether the ``try`` just run is the host's ``TypeError`` guard around ops (events from
-        ``start``) that were all computed: then its ``except`` arm does not run."""
+        ``start``) that were all computed, or whose operands' types the op takes: then its
+        ``except`` arm does not run."""
         frame = self.frame
+        if frame is None or not self.host.type_error_guard(frame.code):
+            return False
         events = self.events[start:]
-        return frame is not None and self.host.type_error_guard(frame.code) and bool(events) \
-            and all(event.computed for event in events)
+        if events and all(event.computed for event in events):
+            return True
+        return self.host.guard_passes(lambda name: frame.locals.get(name, _lookup(frame.enclosing, name)))
 
     def exec_Match(self, node: Any) -> Optional[Signal]:
         subject = self.eval(node.subject)

@@ -126,8 +126,15 @@ def test_torchs_type_error_guard_is_decided_by_the_computed_op_and_a_models_own_
     assert [note.split(": predicted")[0] for note in pred.notes] == [own], pred.notes
     assert tl.trace(model, *inputs).check_prediction(pred).ok
     assert {layer.func_name for layer in pred.layers} >= {"rsub", "rdiv", "pow", "rpow", "floordiv", "rmod"}
-    unknown = tl.predict(model)  # without inputs nothing is computed: the guard's try is not decided
-    assert any("_handle_torch_function_and_wrap_type_error_to_not_implemented" in note for note in unknown.notes)
+    unknown = tl.predict(model)  # without inputs nothing is computed: the operands' types decide the guard
+    assert [note.split(": predicted")[0] for note in unknown.notes] == [own], unknown.notes
+
+    class MatmulNumber(nn.Module):  # matmul of a number raises TypeError inside the guard: NotImplemented
+        def forward(self, x):
+            return x.relu() if x.__rmatmul__(2) is NotImplemented else x
+
+    said = tl.predict(MatmulNumber()).notes
+    assert any("_handle_torch_function_and_wrap_type_error_to_not_implemented" in note for note in said), said
 
 
 @pytest.mark.parametrize("seed", range(4))

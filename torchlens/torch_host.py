@@ -229,6 +229,14 @@ class TorchHost(Host):
     def type_error_guard(self, code: Any) -> bool:
         return code is _TYPE_ERROR_GUARD is not None
 
+    def guard_passes(self, read: Callable[[str], Optional[Value]]) -> bool:
+        wrapped, given = read("f"), read("args")  # the guard's closure: the operator; its call's operands
+        if not isinstance(wrapped, Known) or not isinstance(given, Seq) or given.unsure:
+            return False
+        numbers = getattr(wrapped.obj, "__name__", "") != "__rmatmul__"  # matmul of a number: a TypeError
+        return all(isinstance(v, Tensor) or numbers and isinstance(v, Known) and type(v.obj) in (int, float, bool)
+                   for v in given.items)
+
     def read_raises(self, read: Callable[..., Any], args: Sequence[Value]) -> Optional[str]:
         choices: list[tuple[Any, ...]] = []
         for arg in args:
