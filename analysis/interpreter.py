@@ -2888,8 +2888,10 @@ class Interpreter:
         if len(args) < 2 or not isinstance(args[1], Known):
             return None
         value = self.attribute(args[0], args[1].obj)
-        if isinstance(value, Opaque) and len(args) > 2 and self.lacks(args[0], args[1].obj):
-            return args[2]
+        if isinstance(value, Opaque) and self.lacks(args[0], args[1].obj):
+            if len(args) > 2:
+                return args[2]
+            self.stops(f"getattr of {args[1].obj!r} raises AttributeError{self.where()}")
         return value
 
     def b_hasattr(self, args: list[Value], kwargs: dict) -> Optional[Value]:

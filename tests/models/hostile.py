@@ -1139,11 +1139,12 @@ class OutsideData(nn.Module):
 
 
 #: Statements that raise on the example inputs: the form, then the line's text.
-STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing"}
+STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing",
+              "getattr": "return getattr(self, 'absent')"}
 
 
 class RaisesInPython(nn.Module):
-    """An assert the shapes decide false; an attribute the module does not have."""
+    """An assert the shapes decide false; an attribute the module does not have, read or got."""
 
     def __init__(self, how: str) -> None:
         super().__init__()
@@ -1153,8 +1154,10 @@ class RaisesInPython(nn.Module):
         x = torch.tanh(x)
         if self.how == "assert":
             assert x.shape[0] == 5, "wants 5 rows"
-        else:
+        elif self.how == "attribute":
             return self.missing
+        else:
+            return getattr(self, 'absent')
         return x.exp()
 
 
