@@ -610,7 +610,7 @@ class Interpreter:
             module = (obj.__module__ or "").partition(".")[0]
             if module in _SILENT:
                 return NONE
-            if module in _STDLIB_PURE:
+            if module in _STDLIB_PURE or self.host.constant_call(obj):
                 concrete = concrete_args(args, kwargs)
                 if concrete is not None:
                     try:

@@ -293,7 +293,9 @@ class TorchHost(Host):
         return None
 
     def constant_call(self, fn: Any) -> bool:
-        """torch's pure queries (``is_grad_enabled``, ``_get_tracing_state``, ``finfo``) run for real."""
+        """torch's pure queries (``is_grad_enabled``, ``_get_tracing_state``, ``finfo``) run for real, and
+        functions marked as giving a constant (``torch._dynamo.assume_constant_result``: install
+        probes such as transformers' ``is_mambapy_available``)."""
         entry = self._constant_calls.get(id(fn))
         if entry is None or entry[0] is not fn:
             entry = self._constant_calls[id(fn)] = (fn, self._constant_call(fn))
@@ -304,6 +306,8 @@ class TorchHost(Host):
         if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state,
                   torch._C._are_functorch_transforms_active):
             return True
+        if isinstance(fn, types.FunctionType):  # torch._dynamo.assume_constant_result: fixed for the process
+            return getattr(fn, "_dynamo_marked_constant", False) is True
         name = getattr(fn, "__name__", "")
         return isinstance(fn, _C_TYPES) and (getattr(fn, "__module__", "") or "").startswith("torch") and (
             name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_") or name.startswith("get_"))

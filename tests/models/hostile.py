@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import functools
 import heapq
+import importlib.util
 import itertools
 import math
 import operator
@@ -1138,6 +1139,23 @@ class OutsideData(nn.Module):
         return torch.from_numpy(x.numpy() * 2) + x.to_sparse().to_dense() + (x.as_subclass(Marked) * 2).relu()
 
 
+@functools.lru_cache
+def _probe_installed() -> bool:
+    return importlib.util.find_spec("torchlens_no_such_package") is not None
+
+
+_probe_installed.__wrapped__._dynamo_marked_constant = True  # type: ignore[attr-defined]
+# what torch._dynamo.assume_constant_result sets (transformers sets it by hand on its install probes)
+
+
+class ConstantProbe(nn.Module):
+    """An install probe marked as a constant, behind ``lru_cache`` and not yet called: run for
+    real (importlib's machinery is not interpreted): exact."""
+
+    def forward(self, x):
+        return x.relu() if _probe_installed() else x.tanh()
+
+
 #: Statements that raise on the example inputs: the form, then the line's text.
 STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing",
               "getattr": "return getattr(self, 'absent')"}
@@ -1180,7 +1198,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
-             Asserts, OutsideData]
+             Asserts, OutsideData, ConstantProbe]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
