@@ -334,20 +334,27 @@ def test_an_assert_decided_false_and_a_missing_attribute_are_gaps_naming_the_lin
 
 def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():
     """A fake (meta) kernel may check more than the device's (``_grouped_mm`` wants bfloat16 on
-    fakes, not on CPU): a raise is certain only when the real kernel refuses zeros of those shapes."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    fakes, not on CPU): a raise is certain only when the real kernel refuses zeros of those shapes;
+    where it takes them, what it gives on zeros stands for the op's output, as fakes."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     from torchlens.fake_memo import Raises
     from torchlens.torch_host import _raised
 
-    fake = FakeTensorMode().from_tensor(torch.zeros(3, 4))
+    mode = FakeTensorMode()
+    fake = mode.from_tensor(torch.zeros(3, 4))
     refused = RuntimeError("shape '[5, 7]' is invalid for input of size 12")
-    assert type(_raised(refused, torch.Tensor.view, [fake, 5, 7], {})) is Raises
-    assert type(_raised(refused, torch.Tensor.view, [fake, 4, 3], {})) is not Raises  # the real view works
-    assert type(_raised(TypeError("no .T here"), "T", [fake], {})) is not Raises  # a view property is read, not called
+    assert type(_raised(refused, mode, torch.Tensor.view, [fake, 5, 7], {})) is Raises
+    taken = _raised(refused, mode, torch.Tensor.view, [fake, 4, 3], {})  # the real view works
+    assert type(taken) is FakeTensor and taken.shape == (4, 3) and taken.fake_mode is mode
+    assert type(_raised(TypeError("no .T here"), mode, "T", [fake], {})) is not Raises  # read, not called
     state = torch.random.get_rng_state()
-    assert type(_raised(refused, lambda t: (torch.rand(1), t.view(5, 7)), [fake], {})) is Raises
+    assert type(_raised(refused, mode, lambda t: (torch.rand(1), t.view(5, 7)), [fake], {})) is Raises
     assert torch.equal(state, torch.random.get_rng_state())  # the real run drew nothing from the user's state
+    grouped = _raised(RuntimeError("Expected inputs of BF16 type"), mode, torch._grouped_mm,
+                      [mode.from_tensor(torch.zeros(8, 32)), mode.from_tensor(torch.zeros(4, 32, 16))],
+                      {"offs": mode.from_tensor(torch.tensor([2, 4, 6, 8], dtype=torch.int32))})
+    assert type(grouped) is FakeTensor and grouped.shape == (8, 16) and grouped.dtype == torch.float32
 
 
 class RecordsOf(logging.Handler):

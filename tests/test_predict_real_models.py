@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -62,3 +63,20 @@ def test_and_or_are_decided_by_the_operand_that_decides_them() -> None:
     assert "relu" not in ops and "sigmoid" not in ops and "cos" not in ops and "sin" not in ops
     assert ops["tanh"] == "0..1" and ops["exp"] == "0..1"
     assert tl.trace(model, x).check_prediction(pred).ok
+
+
+def test_a_mixture_of_experts_is_exact() -> None:
+    """Mixtral's experts run through ``torch._grouped_mm``, whose fake kernel wants bfloat16 on
+    CPU where the real one takes float32: its output's shape comes from the real kernel on zeros.
+    Once it was lost, so was every shape after it: layer 1's attention was a gap."""
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    config = transformers.MixtralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=2, num_key_value_heads=1, vocab_size=100,
+                                        num_local_experts=4, num_experts_per_tok=2)
+    model, ids = transformers.MixtralForCausalLM(config).eval(), torch.randint(0, 100, (1, 8))
+    pred = tl.predict(model, ids)
+    assert not pred.gaps and not pred.notes, (pred.gap_lines(), pred.notes)
+    report = tl.trace(model, ids).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0, str(report)

@@ -541,20 +541,15 @@ def _apply(fn: Any, args: Sequence[Any], kwargs: dict) -> Any:
     return getattr(args[0], fn) if isinstance(fn, str) else fn(*args, **kwargs)
 
 
-def _raised(error: Exception, fn: Any, plain: list, plain_kw: dict) -> Any:
+def _raised(error: Exception, mode: Any, fn: Any, plain: list, plain_kw: dict) -> Any:
     """What an op that raised on fakes gives: :class:`Raises` when the real op raises the same for
     certain (its shape checks refuse the arguments, and the real kernel refuses zeros of those
-    shapes too: a fake kernel may check more than the device's, as ``_grouped_mm``'s dtypes on
-    CPU), else :data:`UNKNOWN` (fakes cannot say)."""
+    shapes too); where the real kernel takes them (a fake kernel may check more than the
+    device's, as ``_grouped_mm``'s dtypes on CPU), fakes of what it gives on zeros (an argument
+    error is no data-dependent shape); else :data:`UNKNOWN` (fakes cannot say)."""
     text = str(error).strip().split("\n", 1)[0]
     if type(error) not in _ARGUMENT_ERRORS or not text or any(w in text.lower() for w in _FAKE_WORDS):
         return UNKNOWN
-    return Raises(f"{type(error).__name__}: {text}") if _raises_for_real(type(error), fn, plain, plain_kw) else UNKNOWN
-
-
-def _raises_for_real(kind: type, fn: Any, plain: list, plain_kw: dict) -> bool:
-    """Whether ``fn`` raises ``kind`` on real zeros shaped as the fakes in its arguments (the
-    random state is left as it was; fakes of the meta device stay: their kernels are the fakes')."""
     from torch._subclasses.fake_tensor import FakeTensor
     from torch.utils._pytree import tree_map
 
@@ -567,10 +562,13 @@ def _raises_for_real(kind: type, fn: Any, plain: list, plain_kw: dict) -> bool:
         args, kwargs = tree_map(real, (plain, plain_kw))
         with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _apply(fn, args, kwargs)
-    except Exception as error:  # noqa: BLE001 - the real kernel's own refusal
-        return type(error) is kind
-    return False
+            made = _apply(fn, args, kwargs)
+    except Exception as refused:  # noqa: BLE001 - the real kernel's own refusal
+        return Raises(f"{type(error).__name__}: {text}") if type(refused) is type(error) else UNKNOWN
+    try:
+        return tree_map(lambda v: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v, made)
+    except Exception:  # noqa: BLE001 - an output fakes cannot stand for
+        return UNKNOWN
 
 
 class _OtherThreads(logging.Filter):
@@ -669,7 +667,7 @@ class FakeShapes:
                 warnings.simplefilter("ignore")
                 return _apply(fn, plain, plain_kw)
         except Exception as error:  # noqa: BLE001 - data-dependent, unsupported on fakes, or the op raises
-            return _raised(error, fn, plain, plain_kw)
+            return _raised(error, mode, fn, plain, plain_kw)
 
     def fake(self, tensor: torch.Tensor) -> Any:
         """The fake of a live tensor (the same one each time), or ``None`` if it has none."""
