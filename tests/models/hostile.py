@@ -1013,12 +1013,16 @@ class InputWritten(nn.Module):
         return x, y
 
 
-class OpRaises(nn.Module):
-    """An op that raises on the example inputs' shapes (``x`` is 3x4): the forward stops there."""
+class OneOf(nn.Module):
+    """A model whose forward takes one of several ways, named by ``how``."""
 
     def __init__(self, how: str) -> None:
         super().__init__()
         self.how = how
+
+
+class OpRaises(OneOf):
+    """An op that raises on the example inputs' shapes (``x`` is 3x4): the forward stops there."""
 
     def forward(self, x):
         y = torch.tanh(x)
@@ -1040,13 +1044,9 @@ READS = {"if": "if y > 0:", "not": "if not y:", "chain": "if 0 < y < 1:", "and":
          "divmod": "y = divmod(y, 2)[0]"}
 
 
-class ReadsAsPython(nn.Module):
+class ReadsAsPython(OneOf):
     """Python reads a tensor as a truth value, a number, an index, a length or text where that
     raises on the example inputs (``x`` is 3x4): the forward stops there."""
-
-    def __init__(self, how: str) -> None:
-        super().__init__()
-        self.how = how
 
     def forward(self, x):
         y, how = torch.tanh(x), self.how
@@ -1161,12 +1161,8 @@ STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.miss
               "getattr": "return getattr(self, 'absent')"}
 
 
-class RaisesInPython(nn.Module):
+class RaisesInPython(OneOf):
     """An assert the shapes decide false; an attribute the module does not have, read or got."""
-
-    def __init__(self, how: str) -> None:
-        super().__init__()
-        self.how = how
 
     def forward(self, x):
         x = torch.tanh(x)
