@@ -119,7 +119,8 @@ class Capture(LeavesStack, TorchFunctionMode):
     """
 
     #: Whether the hot path takes its shortcuts for the common cases (a plain op decided by
-    #: one lookup, tensor arguments read inline); ``tests/test_capture_fast.py`` turns them off
+    #: one lookup, tensor arguments read inline, torch's Python functions run without a round
+    #: trip through the mode: :meth:`passes_checks`); ``tests/test_capture_fast.py`` turns them off
     #: to check that the general paths record the same.
     fast = True
 
@@ -183,7 +184,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.stage = Stage.IDLE
         #: Per stage, the one-shot call that removes what it put in place (set by :meth:`plan`).
         self.undo: tuple[Callable[[], Any], ...] = ()
-        self.roles: dict[int, int] = dict(_ROLES)
+        #: Frame roles (:data:`_ROLES`, shared by every capture: never written).
+        self.roles: dict[int, int] = _ROLES
         #: ``torch.compile``'s module wrapper class, once Dynamo is loaded.
         self.compiled = _compiled_module_type()
         #: :func:`capture.walk.walk` of the model, as the forward pass starts.
@@ -275,7 +277,8 @@ class Capture(LeavesStack, TorchFunctionMode):
                 _pop_mode()
 
     def _bypass_checks(self, func: Callable) -> None:
-        """Make the next ``has_torch_function*`` check in ``func``'s module say no, once.
+        """Make the ``has_torch_function*`` checks in ``func``'s module say no where
+        :meth:`passes_checks` says so.
 
         Patched lazily, per torch module met, for this capture only.
         """
@@ -294,12 +297,24 @@ class Capture(LeavesStack, TorchFunctionMode):
         capture = self
 
         def bypassing_check(*args: Any) -> bool:
-            if capture.bypass and threading.get_ident() == capture.thread:
-                capture.bypass = False
+            if _get_ident() == capture.thread and capture.passes_checks():
                 return False
             return check(*args)
 
         return bypassing_check
+
+    def passes_checks(self) -> bool:
+        """Whether a torch-function check this capture patched says no, on the capture's thread:
+        once for the function :meth:`_run_transparent` re-enters, and whenever this capture's mode
+        is on top of the stack, not suspended. Such a check would send its function to the mode
+        (torch's ``handle_torch_function`` calls the top mode first), which would run it with
+        :meth:`_run_transparent`; saying no runs it so at once: the same ops at the same call
+        sites, the function's frame once in their chains."""
+        if self.bypass:
+            self.bypass = False
+            return True
+        return (self.fast and not self.suspended and self.stage is _INSTALLED and _mode_depth() > 0
+                and _mode_at(_mode_depth() - 1) is self)
 
     # -- recording -------------------------------------------------------------------------
 
