@@ -173,7 +173,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.returned: Optional[tuple[Any, Flat]] = None
         self.pending_name: Optional[str] = None
         self.bypass = False
-        self.bypassed: set[str] = set()
+        #: The torch modules whose torch-function checks say no where :meth:`passes_checks` says
+        #: so: those every capture patches (:data:`_PATCH_TARGETS`), and those patched since.
+        self.bypassed: set[str] = set(_PASSING_MODULES)
         self.suspended = 0
         #: The patches every capture installs (:func:`_torch_patches`, set by :meth:`plan`), and
         #: those this capture sets while it runs (:meth:`_bypass_checks`).
@@ -291,17 +293,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.bypassed.add(module_name)
             for name in funcs.CHECK_NAMES:
                 if name in namespace:
-                    self.patches.set(sys.modules[module_name], name, self._bypassing(namespace[name]))
-
-    def _bypassing(self, check: Callable) -> Callable:
-        capture = self
-
-        def bypassing_check(*args: Any) -> bool:
-            if _get_ident() == capture.thread and capture.passes_checks():
-                return False
-            return check(*args)
-
-        return bypassing_check
+                    self.patches.set(sys.modules[module_name], name, _passing(namespace[name]))
 
     def passes_checks(self) -> bool:
         """Whether a torch-function check this capture patched says no, on the capture's thread:
@@ -853,6 +845,18 @@ def _reflected(method: Callable, name: str) -> Callable:
     return reflected
 
 
+def _passing(check: Callable) -> Callable:
+    """A torch-function check (``has_torch_function``...) that says no where the capture says so
+    (:meth:`Capture.passes_checks`), on the capture's thread."""
+    def bypassing_check(*args: Any) -> bool:
+        capture = _SERVING.capture
+        if capture is not None and _get_ident() == capture.thread and capture.passes_checks():
+            return False
+        return check(*args)
+
+    return bypassing_check
+
+
 def _transform(impl: Callable, name: str, off_stack: bool) -> Callable:
     def transform(*args: Any, **kwargs: Any) -> Any:
         capture = _SERVING.capture
@@ -880,10 +884,13 @@ _PATCH_TARGETS: tuple[tuple[Any, str, Callable[[Callable], Callable]], ...] = (
     *((owner, setter, _mode_setter) for owner, setter in _MODE_SETTERS),
     *((_Tensor, dunder, partial(_reflected, name=name)) for dunder, name in funcs.REFLECTED.items()),
     (torch.autograd, "_engine_run_backward", _backward_refusal),
+    # The module most of torch's Python functions live in (other modules are patched when met).
+    *(("torch.nn.functional", check, _passing) for check in funcs.CHECK_NAMES),
     *((module_name, attr, partial(_transform, name=name, off_stack=off_stack))
       for table, off_stack in ((funcs.TRANSFORMS, False), (funcs.HIGHER_ORDER, True))
       for module_name, attr, name in table),
 )
+_PASSING_MODULES = frozenset(owner for owner, _, wrap in _PATCH_TARGETS if wrap is _passing)
 _FIXED_OWNERS = tuple(owner for owner, _, _ in _PATCH_TARGETS if type(owner) is not str)
 _OWNER_NAMES = tuple(owner for owner, _, _ in _PATCH_TARGETS if type(owner) is str)
 _ATTRIBUTES = tuple(attr for _, attr, _ in _PATCH_TARGETS)

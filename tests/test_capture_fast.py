@@ -123,31 +123,33 @@ def test_the_switch_turns_the_fast_paths_off(monkeypatch: pytest.MonkeyPatch) ->
 
 
 class Functional(nn.Module):
-    """torch's Python functions (``torch.nn.functional``), called several times and nested."""
+    """torch's Python functions (``torch.nn.functional``, ``torch.functional``), called several
+    times and nested."""
 
     def forward(self, x):
         for _ in range(3):
             x = F.relu(F.softmax(x, dim=-1)) + F.silu(x)
-        return F.layer_norm(x, x.shape[-1:])
+        return F.layer_norm(x, x.shape[-1:]) + torch.norm(x) + torch.norm(x * 2)
 
 
 def test_torch_python_functions_run_without_the_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
-    """After the first of them in a capture, torch's Python functions run straight (their
-    torch-function checks say no while the capture's mode is on top), not through the mode and
-    ``Capture._run_transparent``; the capture is the one the round trip gives."""
+    """torch's Python functions run straight (their torch-function checks say no while the
+    capture's mode is on top), not through the mode and ``Capture._run_transparent``: those of
+    ``torch.nn.functional`` always, those of another module after the first of them in a capture;
+    the capture is the one the round trip gives."""
     entered: list[str] = []
     original = session.Capture._run_transparent
     monkeypatch.setattr(session.Capture, "_run_transparent",
                         lambda self, func, *rest: entered.append(func.__name__) or original(self, func, *rest))
     torch.manual_seed(0)
     fast = capture_forward(Functional(), (torch.randn(3, 4),), {})
-    assert entered == ["softmax"]  # the first meeting patches torch.nn.functional's checks
+    assert entered == ["norm"]  # the first meeting patches torch.functional's checks
     entered.clear()
     with monkeypatch.context() as patched:
         general_paths(patched)
         torch.manual_seed(0)
         general = capture_forward(Functional(), (torch.randn(3, 4),), {})
-    assert entered == ["softmax", "relu", "silu"] * 3 + ["layer_norm"]
+    assert entered == ["softmax", "relu", "silu"] * 3 + ["layer_norm", "norm", "norm"]
     assert_same(fast, general)
 
 
