@@ -27,9 +27,12 @@ STOP = 2
 PLACES_KEPT = 8192
 
 #: Raw key (see :meth:`ChainInterner.intern`) -> (its code objects, held so that no id in the
-#: key is reused while the entry lives; the places it normalises to). The places are a
-#: function of the key alone: the codes and offsets, and which closures are equal.
-_PLACES: dict[tuple, tuple[tuple[CodeType, ...], tuple[Place, ...]]] = {}
+#: key is reused while the entry lives; the places it normalises to; their ``repr``). The places
+#: are a function of the key alone: the codes and offsets, and which closures are equal.
+#: The ``repr`` (one string per entry, equal for equal places: every field is a string, a
+#: number or ``None``) is what a capture numbers chains by (:meth:`ChainInterner._number`):
+#: a string keeps its hash, where a tuple of places hashes each place again, in Python.
+_PLACES: dict[tuple, tuple[tuple[CodeType, ...], tuple[Place, ...], str]] = {}
 
 
 def read_stack(frame: Optional[FrameType], roles: dict[int, int]) -> tuple[list, Optional[FrameType]]:
@@ -77,7 +80,8 @@ class ChainInterner:
         #: Raw key of a chain whose codes are all distinct -> ``(chain id,)`` (:meth:`site`); a
         #: one-frame chain's key is ``(id(code), f_lasti)`` (:meth:`frame_site`).
         self.sites: dict[tuple, tuple[int]] = {}
-        self._ids: dict[tuple[Place, ...], int] = {}
+        #: ``repr`` of a chain's places (:data:`_PLACES`) -> its chain id.
+        self._ids: dict[str, int] = {}
         #: Chain id -> the chain's places, outermost first.
         self.chains: list[tuple[Place, ...]] = []
         self._codes: list[tuple[CodeType, ...]] = []
@@ -131,15 +135,15 @@ class ChainInterner:
             kept = collapse(codes, closures) if closures is not None else range(len(codes))
             if len(_PLACES) >= PLACES_KEPT:
                 _PLACES.clear()
-            entry = _PLACES[raw] = (tuple(codes), tuple(instruction_place(codes[i], lastis[i]) for i in kept))
+            places = tuple(instruction_place(codes[i], lastis[i]) for i in kept)
+            entry = _PLACES[raw] = (tuple(codes), places, repr(places))
         return self._number(entry)
 
-    def _number(self, entry: tuple[tuple[CodeType, ...], tuple[Place, ...]]) -> int:
+    def _number(self, entry: tuple[tuple[CodeType, ...], tuple[Place, ...], str]) -> int:
         """The chain id of an entry of :data:`_PLACES` (its code objects held from now on)."""
         self._codes.append(entry[0])
-        places = entry[1]
-        chain = self._ids.get(places)
+        chain = self._ids.get(entry[2])
         if chain is None:
-            chain = self._ids[places] = len(self.chains)
-            self.chains.append(places)
+            chain = self._ids[entry[2]] = len(self.chains)
+            self.chains.append(entry[1])
         return chain
