@@ -65,12 +65,13 @@ class Grouper:
 
     def add(self, key: Hashable) -> tuple[int, int]:
         """The layer index of the next event (a new one when its key is new) and its pass number."""
-        n = self._layers.get(key)
-        if n is None:
-            n = self._layers[key] = len(self._passes)
-            self._passes.append(0)
-        self._passes[n] += 1
-        return n, self._passes[n]
+        passes = self._passes
+        n = self._layers.setdefault(key, len(passes))  # one lookup: hashing a key's chain is most of the cost
+        if n == len(passes):
+            passes.append(1)
+            return n, 1
+        passes[n] += 1
+        return n, passes[n]
 
 
 def group_keys(keys: Iterable[Hashable]) -> Grouping:

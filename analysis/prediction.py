@@ -121,11 +121,11 @@ class Prediction:
     #: Module address -> class name, where the prediction read a live model (drawn in its boxes).
     module_types: dict[str, str] = field(default_factory=dict, repr=False)
     _by_label: dict[str, PredictedLayer] = field(default_factory=dict, init=False, repr=False)
+    #: Filled by the first :meth:`find`.
     _by_key: dict[LayerKey, PredictedLayer] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_label.update((layer.layer_label, layer) for layer in self.layers)
-        self._by_key.update((layer.key, layer) for layer in self.layers if layer.call_site is not None)
 
     def __getitem__(self, label: str) -> PredictedLayer:
         try:
@@ -147,7 +147,10 @@ class Prediction:
 
     def find(self, key: LayerKey) -> Optional[PredictedLayer]:
         """The predicted layer with this grouping key, if any."""
-        return self._by_key.get(key)
+        by_key = self._by_key
+        if not by_key:  # built on the first look-up (hashing the keys' chains costs: most predictions are never looked up by key)
+            by_key.update((layer.key, layer) for layer in self.layers if layer.call_site is not None)
+        return by_key.get(key)
 
     def draw(self, direction: str = "TB", path: Any = None, depth: Optional[int] = None, collapse: Any = None) -> Any:
         """Draw the predicted layers and their predicted dataflow before anything runs: a
