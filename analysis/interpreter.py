@@ -1194,9 +1194,12 @@ class Interpreter:
         return NONE
 
     def close(self) -> None:
-        """End the generator bodies still waiting for a consumer (the run is over)."""
+        """End the generator bodies still waiting for a consumer (the run is over), and drop the
+        handlers: bound to the run, they kept it and everything it made in a reference cycle
+        (about 3,700 objects per prediction of GPT-2 small) that only the collector frees."""
         for body in self.resumables:
             body.close()
+        self.handlers = {}
 
     # -- containers --------------------------------------------------------------------------
 

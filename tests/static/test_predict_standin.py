@@ -196,3 +196,31 @@ def test_no_automatic_collection_runs_during_a_prediction_and_the_collector_is_l
         gc.enable() if was else gc.disable()
     assert len(host.seen) == 4000 and host.seen[0] == host.seen[-1]
     assert [layer.func_name for layer in pred] == ["tanh", "mul"]
+
+
+def test_a_finished_run_is_freed_without_the_collector(monkeypatch: pytest.MonkeyPatch):
+    """Nothing of a prediction's run is left for Python's cyclic collector (its thousands of
+    objects would be scanned and promoted by every later collection): the run is freed when
+    the prediction returns."""
+    import gc
+    import weakref
+
+    from torchlens.analysis import interpreter
+
+    runs: list[weakref.ref] = []
+    init = interpreter.Interpreter.__init__
+
+    def remembered(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        runs.append(weakref.ref(self))
+
+    monkeypatch.setattr(interpreter.Interpreter, "__init__", remembered)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        pred, _ = run_both(m.nested_calls, Value(StandinRecorder()))
+        assert pred.layers and len(runs) == 1
+        assert runs[0]() is None
+    finally:
+        if enabled:
+            gc.enable()
