@@ -25,7 +25,7 @@ from .errors import PredictionError, SourceUnavailableError
 from .host import Host
 from .events import ForwardInput, Gap
 from .framestack import with_room
-from .interpreter import DEFAULT_LIMITS, Boundary, Budget, Interpreter
+from .interpreter import DEFAULT_LIMITS, Boundary, Budget, Interpreter, Limits
 from .passes import Count
 from .pybuiltins import class_attr
 from .prediction import Prediction, build_prediction
@@ -43,20 +43,21 @@ def predict_function(fn: Callable, *args: Any, host: Host, max_steps: Optional[i
     loop items, the same on every machine) and ``max_seconds`` is an outer guard (``math.inf``:
     none); ``None`` takes :data:`~analysis.interpreter.DEFAULT_LIMITS`. Past either, the places
     not yet read become a gap saying where the prediction stopped."""
-    run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
-    values = [run.wrap(a) for a in args]
-    return _run(run, getattr(fn, "__qualname__", repr(fn)),
-                lambda: run.call(run.wrap(fn), values, {k: run.wrap(v) for k, v in kwargs.items()}))
+    def begin(run: Interpreter) -> _Start:
+        values = [run.wrap(a) for a in args]
+        return lambda: run.call(run.wrap(fn), values, {k: run.wrap(v) for k, v in kwargs.items()}), (), None
+
+    return _run(host, DEFAULT_LIMITS.given(max_steps, max_seconds), getattr(fn, "__qualname__", repr(fn)), begin)
 
 
 def predict_module(module: Any, *args: Any, host: Host, max_steps: Optional[int] = None,
                    max_seconds: Optional[float] = None, **kwargs: Any) -> Prediction:
     """Predict a live module's forward pass (``module(*args, **kwargs)``)."""
-    run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
-    forward = host.module_forward(module)
-    values, kw, inputs = abstract_inputs(run, forward, args, kwargs, skip_self=False)
-    return _run(run, type(module).__name__, lambda: run.module_call(module, values, kw), boundary=False,
-                inputs=inputs, module_types=host.module_types())
+    def begin(run: Interpreter) -> _Start:
+        values, kw, inputs = abstract_inputs(run, host.module_forward(module), args, kwargs, skip_self=False)
+        return lambda: run.module_call(module, values, kw), inputs, host.module_types()
+
+    return _run(host, DEFAULT_LIMITS.given(max_steps, max_seconds), type(module).__name__, begin, boundary=False)
 
 
 def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_steps: Optional[int] = None,
@@ -64,16 +65,17 @@ def predict_class(cls: type, *args: Any, host: Host, init_args: tuple = (), max_
     """Predict a module class's forward pass from its source alone (``__init__`` builds it)."""
     if not isinstance(cls, type) or not host.is_module_class(cls):
         raise PredictionError(f"predict_class needs a module class, got {cls!r}")
-    run = Interpreter(host, DEFAULT_LIMITS.given(max_steps, max_seconds))
-    instance = run.construct(cls, [run.wrap(a) for a in init_args], {})
-    if not isinstance(instance, Instance):
-        raise PredictionError(f"could not read how {cls.__qualname__} is built")
-    instance.address = "self"
-    run.name_children(instance)
-    forward = class_attr(cls, "forward")
-    values, kw, inputs = abstract_inputs(run, forward, args, kwargs, skip_self=True)
-    return _run(run, cls.__name__, lambda: run.module_call_instance(instance, values, kw), boundary=False,
-                inputs=inputs, module_types=_instance_types(instance))
+
+    def begin(run: Interpreter) -> _Start:
+        instance = run.construct(cls, [run.wrap(a) for a in init_args], {})
+        if not isinstance(instance, Instance):
+            raise PredictionError(f"could not read how {cls.__qualname__} is built")
+        instance.address = "self"
+        run.name_children(instance)
+        values, kw, inputs = abstract_inputs(run, class_attr(cls, "forward"), args, kwargs, skip_self=True)
+        return lambda: run.module_call_instance(instance, values, kw), inputs, _instance_types(instance)
+
+    return _run(host, DEFAULT_LIMITS.given(max_steps, max_seconds), cls.__name__, begin, boundary=False)
 
 
 def predict_source(path: str, class_name: str, *args: Any, host: Host, **kwargs: Any) -> Prediction:
@@ -121,25 +123,7 @@ def mark_inputs(run: Interpreter, values: list[Value],
     Where an argument is another object (it may hold tensors the capture numbers first), no
     tensor is marked: the numbers would not be the capture's."""
     leaves: dict[int, tuple[Any, Value]] = {}  # id(live tensor, or value) -> (it, its value)
-
-    def collect(value: Any) -> bool:
-        if isinstance(value, Known):
-            value = value.obj
-        if isinstance(value, Tensor):
-            leaves.setdefault(id(value.live if value.live is not None else value), (value.live, value))
-            return True
-        if isinstance(value, run.host.tensor_type):
-            leaves.setdefault(id(value), (value, run.wrap(value)))
-            return True
-        if isinstance(value, (Seq, Dict)):
-            return all(collect(item) for item in (value.items if isinstance(value, Seq) else value.items.values()))
-        if isinstance(value, (list, tuple)):
-            return all(collect(item) for item in value)
-        if isinstance(value, dict):
-            return all(collect(item) for item in value.values())
-        return isinstance(value, SCALARS)
-
-    if not all(collect(value) for value in (*values, *kw.values())):
+    if not all(_collect(run, value, leaves) for value in (*values, *kw.values())):
         return values, kw, ()
     labels = tuple(f"input_{n}" for n in range(1, len(leaves) + 1))
     marked: dict[int, Tensor] = {}
@@ -148,23 +132,52 @@ def mark_inputs(run: Interpreter, values: list[Value],
         marked[key] = Tensor(value.live, value.meta, (ForwardInput(label), 0))
         if live is not None:
             run.held[id(live)] = (live, marked[key])
-
-    def swap(value: Value) -> Value:
-        if isinstance(value, Tensor):
-            return marked.get(id(value.live if value.live is not None else value), value)
-        if isinstance(value, Seq):
-            return Seq([swap(item) for item in value.items], value.kind, value.unsure)
-        if isinstance(value, Dict):
-            return Dict({k: swap(item) for k, item in value.items.items()}, value.kind, value.unsure)
-        return value
-
-    return [swap(v) for v in values], {k: swap(v) for k, v in kw.items()}, labels
+    return [_swap(v, marked) for v in values], {k: _swap(v, marked) for k, v in kw.items()}, labels
 
 
-def _run(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool = True,
-         inputs: tuple[str, ...] = (), module_types: Optional[dict[str, str]] = None) -> Prediction:
+def _collect(run: Interpreter, value: Any, leaves: dict[int, tuple[Any, Value]]) -> bool:
+    """Add the tensor leaves of ``value`` to ``leaves``; ``False`` where it holds another object.
+    (Module-level, as :func:`_swap`: a recursive closure is a reference cycle, and it would keep the run.)"""
+    if isinstance(value, Known):
+        value = value.obj
+    if isinstance(value, Tensor):
+        leaves.setdefault(id(value.live if value.live is not None else value), (value.live, value))
+        return True
+    if isinstance(value, run.host.tensor_type):
+        leaves.setdefault(id(value), (value, run.wrap(value)))
+        return True
+    if isinstance(value, (Seq, Dict)):
+        items = value.items if isinstance(value, Seq) else value.items.values()
+        return all(_collect(run, item, leaves) for item in items)
+    if isinstance(value, (list, tuple)):
+        return all(_collect(run, item, leaves) for item in value)
+    if isinstance(value, dict):
+        return all(_collect(run, item, leaves) for item in value.values())
+    return isinstance(value, SCALARS)
+
+
+def _swap(value: Value, marked: dict[int, Tensor]) -> Value:
+    """``value`` with each tensor leaf in ``marked`` (by the id :func:`_collect` keyed it by) replaced."""
+    if isinstance(value, Tensor):
+        return marked.get(id(value.live if value.live is not None else value), value)
+    if isinstance(value, Seq):
+        return Seq([_swap(item, marked) for item in value.items], value.kind, value.unsure)
+    if isinstance(value, Dict):
+        return Dict({k: _swap(item, marked) for k, item in value.items.items()}, value.kind, value.unsure)
+    return value
+
+
+#: How a prediction starts, made from its run: the call that runs the forward, the labels of
+#: its input layers, and its modules' class names by address (``None``: not known).
+_Start = tuple[Callable[[], Any], tuple[str, ...], Optional[dict[str, str]]]
+
+
+def _run(host: Host, limits: Limits, target: str, begin: Callable[[Interpreter], _Start],
+         boundary: bool = True) -> Prediction:
+    """Predict with a run made, used and dropped while the collector is paused: it holds no
+    reference cycle, so what it made is freed before the collector resumes, never scanned."""
     with _no_automatic_collection():
-        return with_room(_predict, run, target, start, boundary, inputs, module_types)
+        return with_room(_predict, Interpreter(host, limits), target, begin, boundary)
 
 
 @contextmanager
@@ -189,8 +202,8 @@ def _no_automatic_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _predict(run: Interpreter, target: str, start: Callable[[], Any], boundary: bool,
-             inputs: tuple[str, ...], module_types: Optional[dict[str, str]]) -> Prediction:
+def _predict(run: Interpreter, target: str, begin: Callable[[Interpreter], _Start], boundary: bool) -> Prediction:
+    start, inputs, module_types = begin(run)
     if boundary:
         run.stack.append(Boundary("self"))
     stopped = ""

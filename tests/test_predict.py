@@ -660,3 +660,35 @@ def test_an_object_s_class_is_its_type_not_its_own_class_attribute():
     assert model.config.class_reads == 0
     report = tl.trace(model, x).check_prediction(pred)
     assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+
+
+@pytest.mark.parametrize("from_class", [False, True])
+def test_a_finished_prediction_is_freed_without_the_collector(monkeypatch: pytest.MonkeyPatch, from_class: bool):
+    """``tl.predict`` of a model (with inputs) or a class leaves nothing of its run to Python's
+    cyclic collector: no reference cycle keeps the run once the prediction returns. (The first
+    fake mode of a process imports torch modules, one of which keeps the frames that imported
+    it, the first run's among them: the run checked is the second.)"""
+    import gc
+    import weakref
+
+    from torchlens.analysis import interpreter
+
+    runs: list[weakref.ref] = []
+    init = interpreter.Interpreter.__init__
+
+    def remembered(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        runs.append(weakref.ref(self))
+
+    monkeypatch.setattr(interpreter.Interpreter, "__init__", remembered)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(2):
+            pred = tl.predict(nn.Sequential if from_class else model, *([] if from_class else [torch.randn(2, 4)]))
+        assert len(runs) == 2 and (from_class or len(pred.layers) == 2)
+        assert runs[1]() is None
+    finally:
+        if enabled:
+            gc.enable()
