@@ -148,7 +148,8 @@ class Prediction:
     def find(self, key: LayerKey) -> Optional[PredictedLayer]:
         """The predicted layer with this grouping key, if any."""
         by_key = self._by_key
-        if not by_key:  # built on the first look-up (hashing the keys' chains costs: most predictions are never looked up by key)
+        if not by_key:  # built on the first look-up: hashing every key's chain costs, and most predictions
+            # are never looked up by key
             by_key.update((layer.key, layer) for layer in self.layers if layer.call_site is not None)
         return by_key.get(key)
 

@@ -67,6 +67,12 @@ _OP_NAMESPACES = frozenset({"torch._C._nn", "torch._C._linalg", "torch._C._speci
 _TENSOR_VALUED = frozenset({"data", "grad"})
 _C_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
             types.WrapperDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType)
+_C_TYPE_SET = frozenset(_C_TYPES)
+#: ``id(C callable)`` -> (it, its op name, its intrinsic): :meth:`TorchHost._kept`, shared by
+#: the predictions of every thread (a dict's reads and writes are atomic); at most
+#: :data:`_C_KEPT` (bound C methods are made anew: the table starts afresh when full).
+_C_ANSWERS: dict[int, tuple[Any, Optional[str], Optional[Intrinsic]]] = {}
+_C_KEPT = 4096
 #: The code of the wrapper torch puts around many tensor operators (``__rsub__``, ``__pow__``,
 #: ``__floordiv__``...): it dispatches to the mode and turns a ``TypeError`` into ``NotImplemented``.
 _GUARD_MAKER = getattr(torch._tensor, "_handle_torch_function_and_wrap_type_error_to_not_implemented", None)
@@ -159,8 +165,21 @@ class TorchHost(Host):
             return self._transforms[fn]
         entry = self._names.get(id(fn))
         if entry is None or entry[0] is not fn:
-            entry = self._names[id(fn)] = (fn, self._classify(fn))
+            entry = self._names[id(fn)] = (fn, self._kept(fn)[1] if type(fn) in _C_TYPE_SET else self._classify(fn))
         return entry[1]
+
+    def _kept(self, fn: Any) -> tuple[Any, Optional[str], Optional[Intrinsic]]:
+        """A C callable's op name and intrinsic, as earlier predictions found them: neither can
+        change (they depend on its name, module and owner, which a C callable cannot change, and
+        on torch's own functions), unless it is a transform (those are asked afresh)."""
+        if fn in self._transforms:
+            return fn, self._classify(fn), self._intrinsic(fn)
+        entry = _C_ANSWERS.get(id(fn))
+        if entry is None or entry[0] is not fn:
+            if len(_C_ANSWERS) >= _C_KEPT:
+                _C_ANSWERS.clear()
+            entry = _C_ANSWERS[id(fn)] = (fn, self._classify(fn), self._intrinsic(fn))
+        return entry
 
     def _classify(self, fn: Any) -> Optional[str]:
         if not isinstance(fn, _C_TYPES) and not isinstance(fn, torch._ops.OpOverloadPacket):
@@ -271,7 +290,8 @@ class TorchHost(Host):
             return None
         entry = self._intrinsics.get(id(fn))
         if entry is None or entry[0] is not fn:
-            entry = self._intrinsics[id(fn)] = (fn, self._intrinsic(fn))
+            found = self._kept(fn)[2] if type(fn) in _C_TYPE_SET else self._intrinsic(fn)
+            entry = self._intrinsics[id(fn)] = (fn, found)
         return entry[1]
 
     def _intrinsic(self, fn: Any) -> Optional[Intrinsic]:
