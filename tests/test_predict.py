@@ -25,6 +25,7 @@ from torchlens.analysis.predict import predict_source
 from torchlens.predict import runtime_key
 from torchlens.torch_host import TorchHost
 from models import cases as C
+from models.runs import remember_runs
 from models.table import ALL, build, compute_layers
 
 #: Cases whose code the prediction cannot read, and the reason every miss must give (3.11+
@@ -669,18 +670,8 @@ def test_a_finished_prediction_is_freed_without_the_collector(monkeypatch: pytes
     fake mode of a process imports torch modules, one of which keeps the frames that imported
     it, the first run's among them: the run checked is the second.)"""
     import gc
-    import weakref
 
-    from torchlens.analysis import interpreter
-
-    runs: list[weakref.ref] = []
-    init = interpreter.Interpreter.__init__
-
-    def remembered(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        runs.append(weakref.ref(self))
-
-    monkeypatch.setattr(interpreter.Interpreter, "__init__", remembered)
+    runs = remember_runs(monkeypatch)
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
     enabled = gc.isenabled()
     gc.disable()

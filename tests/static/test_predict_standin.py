@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from models import standin as m
+from models.runs import remember_runs
 from standin_host import StandinHost
 
 from torchlens.analysis.errors import SourceUnavailableError
@@ -203,18 +204,8 @@ def test_a_finished_run_is_freed_without_the_collector(monkeypatch: pytest.Monke
     objects would be scanned and promoted by every later collection): the run is freed when
     the prediction returns."""
     import gc
-    import weakref
 
-    from torchlens.analysis import interpreter
-
-    runs: list[weakref.ref] = []
-    init = interpreter.Interpreter.__init__
-
-    def remembered(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        runs.append(weakref.ref(self))
-
-    monkeypatch.setattr(interpreter.Interpreter, "__init__", remembered)
+    runs = remember_runs(monkeypatch)
     enabled = gc.isenabled()
     gc.disable()
     try:
