@@ -141,7 +141,7 @@ def _storable(tensors: dict[str, torch.Tensor], holders: dict[str, str]) -> tupl
     for key, tensor in tensors.items():
         kind = "nested" if tensor.is_nested else "quantized" if tensor.is_quantized else \
             str(tensor.layout).removeprefix("torch.")
-        if kind not in _SPARSE and (tensor.layout is not torch.strided or tensor.is_nested or tensor.is_quantized):
+        if kind != "strided" and kind not in _SPARSE:
             raise TorchLensValueError(
                 f"cannot save a {kind} tensor ({holders.get(key, 'a tensor the trace holds')}): a trace file holds "
                 f"strided tensors and the sparse layouts {', '.join(_SPARSE)}; trace with CaptureOptions(save=...) "
