@@ -335,6 +335,9 @@ class Interpreter:
         self.steps = 0
         #: The next step count at which :meth:`check_budget` looks (the clock's or the budget's end).
         self.next_check = min(_CLOCK_EVERY, self.limits.steps + 1)
+        #: Types of plain values :meth:`wrap` gives as they are: never a stand-in, a live
+        #: container nor (unless the host says so) a tensor.
+        self.scalars = frozenset(t for t in (int, float, bool, str, type(None)) if not issubclass(t, host.tensor_type))
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
         #: id(live dict or list) -> (it, the run's own copy of it): made when the code first
@@ -357,8 +360,15 @@ class Interpreter:
         #: :func:`class_attr`: looked up once per class and name per run (it writes into no live class).
         self.specials: Specials = per_class_name(_special_method)
         self.class_attrs: Callable[[type, str], Any] = per_class_name(class_attr)
+        #: Whether reading an attribute of a live object of the class runs no Python (:meth:`python_read`).
+        self.read_plainly: Callable[[type, str], bool] = per_class_name(  # (not bound to the run: no cycle)
+            functools.partial(_reads_plainly, host, self.class_attrs, self.specials))
         #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
         self.union_items: dict[int, tuple[Union, Value]] = {}
+        #: id(function) -> (it,): the plain Python functions :meth:`call_known` found (neither an
+        #: op, an intrinsic, a modelled builtin nor one called for real: interpreted, whatever
+        #: the arguments; the host's answers about a function hold for the run).
+        self.interpreted: dict[int, tuple[Any]] = {}
         #: Builtins the run models itself, by the live builtin.
         self.handlers: dict[Any, Handler] = {
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
@@ -430,6 +440,8 @@ class Interpreter:
     def wrap(self, obj: Any) -> Value:
         """A live object as a value: tensors become :class:`Tensor`; a stand-in handed to an
         object built for real (:meth:`build_for_real`) is the value it stood in for."""
+        if type(obj) in self.scalars:
+            return Known(obj)
         held = self.held.get(id(obj))
         if held is not None and held[0] is obj:
             return held[1]
@@ -474,30 +486,32 @@ class Interpreter:
 
     def scope_and_chain(self) -> tuple[str, Optional[tuple[Link, ...]], str]:
         """The current scope address, collapsed chain (``None`` if a place is unknown), and why."""
-        segments: list[list[Any]] = [[]]
+        segments: list[list[Any]] = [[]]  # innermost first: frames, and each hook mark alone
         scope = "self"
         for entry in reversed(self.stack):
-            if isinstance(entry, Boundary):
+            kind = type(entry)
+            if kind is Boundary:
                 scope = entry.address
                 break
-            if isinstance(entry, HookMark):
+            if kind is HookMark:
                 segments.append([entry])
                 segments.append([])
             else:
                 segments[-1].append(entry)
         chain: list[Link] = []
         for segment in reversed(segments):
-            frames = list(reversed(segment))
-            if frames and isinstance(frames[0], HookMark):
-                chain.append(frames[0])
+            if segment and type(segment[0]) is HookMark:
+                chain.append(segment[0])
                 continue
-            for frame in frames:
+            segment.reverse()
+            for frame in segment:
                 if frame.at is None:
                     return scope, None, f"no place for a call in {frame.code.co_name} ({frame.code.co_filename})"
-            codes = [f.code for f in frames]
-            repeats = len({id(c) for c in codes}) < len(codes)
-            kept = collapse(codes, [f.closure_id for f in frames] if repeats else None)
-            chain.extend(frames[i].at for i in kept)
+            codes = [f.code for f in segment]
+            if len({id(c) for c in codes}) < len(codes):  # a code repeats: recursion collapses
+                chain.extend(segment[i].at for i in collapse(codes, [f.closure_id for f in segment]))
+            else:
+                chain.extend(f.at for f in segment)
         return scope, tuple(chain), ""
 
     def emit(self, name: str, slots: Optional[int] = 1) -> Event:
@@ -590,6 +604,11 @@ class Interpreter:
 
     def call_known(self, obj: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Call a concrete callable: an op, an intrinsic, a module, Python code or a builtin."""
+        known = self.interpreted.get(id(obj))
+        if known is not None and known[0] is obj:  # a plain Python function, as found before in this run
+            return self.run_live_function(obj, args, kwargs)
+        if type(obj) is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
+            return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
         host = self.host
         intrinsic = host.intrinsic(obj)
         if intrinsic is not None:
@@ -599,8 +618,6 @@ class Interpreter:
             return self.call_op(name, obj, args, kwargs)
         if host.is_module(obj):
             return self.module_call(obj, args, kwargs)
-        if isinstance(obj, types.MethodType):
-            return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
         handled = self.call_builtin(obj, args, kwargs)
         if handled is not None:
             return handled
@@ -617,6 +634,8 @@ class Interpreter:
                         return self.wrap(obj(*concrete[0], **concrete[1]))
                     except Exception:  # noqa: BLE001 - the program would raise; predict nothing
                         return Opaque(f"{obj.__qualname__} raised")
+            elif not _modelled(obj) and obj not in self.handlers:  # found here whatever the arguments
+                self.interpreted[id(obj)] = (obj,)
             return self.run_live_function(obj, args, kwargs)
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
@@ -1348,6 +1367,20 @@ class Interpreter:
             if isinstance(held, Dict) and name in held.items:
                 return held.items[name]
         cls = type(obj)  # by its type: an object's own ``__class__`` is not read
+        if not self.read_plainly(cls, name):
+            read = self.python_read(obj, cls, name, node)
+            if read is not None:
+                return read
+        try:
+            return self.wrap(getattr(obj, name))
+        except Exception as error:  # noqa: BLE001 - any failing getattr is "no such attribute" here
+            if node is not None:
+                self.stops(f"reading {type(obj).__name__}.{name} raises {type(error).__name__}{self.where(node)}")
+            return Opaque(f"{type(obj).__name__} has no attribute {name} (reading it raises)", Nature.NUMBER)
+
+    def python_read(self, obj: Any, cls: type, name: str, node: Optional[ast.AST]) -> Optional[Value]:
+        """``obj.name`` where reading it runs Python (``super()``'s lookup, a property's getter,
+        a model's own descriptor, the class's ``__getattr__``); ``None`` where none runs."""
         if cls is SuperRef:
             return self.super_attribute(obj, name)
         if not issubclass(cls, type):
@@ -1364,12 +1397,7 @@ class Interpreter:
                 inspect.getattr_static(obj, name)
             except AttributeError:  # found by the class's Python __getattr__: run it
                 return cast(Value, self.dunder(Known(obj), "__getattr__", [Known(name)], node, ATTR_LOAD))
-        try:
-            return self.wrap(getattr(obj, name))
-        except Exception as error:  # noqa: BLE001 - any failing getattr is "no such attribute" here
-            if node is not None:
-                self.stops(f"reading {type(obj).__name__}.{name} raises {type(error).__name__}{self.where(node)}")
-            return Opaque(f"{type(obj).__name__} has no attribute {name} (reading it raises)", Nature.NUMBER)
+        return None
 
     @staticmethod
     def descriptor_get(static: Any, name: str, instance_dict: Any) -> Optional[types.FunctionType]:
@@ -3220,21 +3248,46 @@ def _operands(node: Optional[ast.AST]) -> tuple[Optional[ast.AST], Optional[ast.
     return None, None
 
 
+def _reads_plainly(host: Host, class_attrs: Callable[[type, str], Any], specials: Specials, cls: type,
+                   name: str) -> bool:
+    """Whether :meth:`Interpreter.python_read` runs nothing for any instance of ``cls`` (a
+    descriptor's getter that an instance's own dict may hide counts as run); ``class_attrs`` and
+    ``specials``: the run's."""
+    if cls is SuperRef or _python_class_of(cls) is not None and specials(cls, "__getattr__") is not None:
+        return False
+    if issubclass(cls, type):
+        return True
+    static = class_attrs(cls, name)
+    if isinstance(static, property) and inspect.isfunction(static.fget):
+        return False
+    return not host.is_module_class(cls) or Interpreter.descriptor_get(static, name, {}) is None
+
+
+def _modelled(fn: types.FunctionType) -> bool:
+    """Whether :meth:`Interpreter.call_builtin` or a named tuple's ``__new__`` may model a
+    Python function, depending on its arguments (besides the run's own handlers)."""
+    return fn in _BUILTIN_SPECIALS or fn in READS or is_pure(fn) or is_tuple_new(fn)
+
+
 def _python_class(value: Value) -> Optional[type]:
     """The class of an object the code built or read whose special methods may be Python code
     that runs ops: not a plain value, container or class, nor one of torch's own (tensors,
     modules and their containers: their special methods run no op the prediction misses)."""
     if isinstance(value, Known):
-        cls: type = type(value.obj)  # what CPython looks special methods up on (not ``__class__``)
-        if issubclass(cls, _NOT_PROGRAM):
-            return None
-    elif isinstance(value, Instance):
-        cls = value.cls
-    else:
-        return None
-    if cls.__module__.partition(".")[0] == "torch":  # torch's own run no op in them
-        return None
-    return cls
+        return _python_class_of(type(value.obj))  # what CPython looks special methods up on (not ``__class__``)
+    if isinstance(value, Instance):
+        return _program_class(value.cls)
+    return None
+
+
+def _python_class_of(cls: type) -> Optional[type]:
+    """:func:`_python_class` of a live object of class ``cls``."""
+    return None if issubclass(cls, _NOT_PROGRAM) else _program_class(cls)
+
+
+def _program_class(cls: type) -> Optional[type]:
+    """``cls``, unless it is torch's own: their special methods run no op."""
+    return None if cls.__module__.partition(".")[0] == "torch" else cls
 
 
 #: Objects whose class is never the program's: plain values, containers and classes.
