@@ -5,9 +5,21 @@ here that only walks the frames to the module boundary and appends ``(func, chai
 ``tl.trace``'s ms; ``tl.trace`` plus the first full read of its records (``read``: the trace
 builds its layers, ops and modules when one is first read, so this column is what a user who
 looks at the records pays: every layer, every op's label and parents); the ratios to raw and
-to the floor, and the microseconds each adds per op. Then peak memory (Linux): each model runs in a fresh process (raw, ``tl.trace``
+to the floor, and the microseconds each adds per op.
+
+Each model is also run *hollow* (the same module tree, parameters and buffers, its ``forward``
+returning its first input: :func:`hollow`), under the floor and under ``tl.trace``: what that
+costs is each one's fixed cost per pass, measured in the same run. The per-op columns are the
+rest: ``trace - trace hollow`` against ``floor - floor hollow`` (both with the model's own ops
+in them), so the per-op ratio and the fixed cost are read apart; the whole-model ratios keep
+both. Then peak memory (Linux): each model runs in a fresh process (raw, ``tl.trace``
 and ``save="none"``), and the growth of the process's peak resident memory over the built
 model's is reported with what the trace itself holds (``trace.nbytes``).
+
+``--callgrind`` counts instructions instead (``valgrind --tool=callgrind``; a count does not
+depend on the machine's load): one process runs every model but the 12-layer GPT-2 in each
+mode, a few times after warm-up runs, with the cyclic collector off, and only those runs are
+counted (callgrind collects inside ``functools.reduce``, which runs them, and dumps after each).
 
 Runs on one intra-op thread so the ratios measure per-op work, not thread scheduling, and
 times the CPU time of that thread (``time.thread_time``: on a shared machine, the time other
@@ -21,17 +33,22 @@ caches it leaves cold would add about 0.3 ms to whatever runs next (a raw 10-op 
 measured 0.6 ms after a full collection, 0.23 ms without), a cost of the benchmark, not of any
 column.
 
-    python benchmarks/overhead.py [--repeat 7] [--no-memory]
+    python benchmarks/overhead.py [--repeat 7] [--no-memory] [--callgrind]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import functools
 import gc
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
+from typing import Callable
 
 import torch
 from torch import nn
@@ -130,23 +147,43 @@ def floor(model: nn.Module, inputs: tuple) -> int:
     return len(mode.ops)
 
 
+def hollow(model: nn.Module) -> nn.Module:
+    """A shallow copy of ``model`` (the same submodules, parameters and buffers) whose forward
+    pass returns its first input: capturing it costs what a capture costs besides the model's ops."""
+    shell = copy.copy(model)
+    shell.forward = lambda *args, **kwargs: args[0]
+    return shell
+
+
 def read(trace: tl.Trace) -> int:
     """The first full read of a trace's records: every layer, every op's label and parents."""
     return len(trace.layers) + sum(len(op.label) + len(op.parents) for op in trace.ops)
 
 
-def timings(model: nn.Module, inputs: tuple, repeat: int) -> dict[str, float]:
-    """Best seconds of raw, floor, trace and trace + read, interleaved so that noise hits them alike."""
-    runs = {"raw": lambda: model(*inputs), "floor": lambda: floor(model, inputs), "trace": lambda: tl.trace(model, *inputs),
-            "read": lambda: read(tl.trace(model, *inputs))}
-    best = {name: float("inf") for name in runs}
-    for name, run in runs.items():
+def runs(model: nn.Module, inputs: tuple, hollows: bool = True) -> dict[str, Callable[[], object]]:
+    """The kinds of run timed, by column: raw, floor, trace, trace + read (and the hollow model
+    under the floor and the trace: each one's fixed cost)."""
+    kinds: dict[str, Callable[[], object]] = {
+        "raw": lambda: model(*inputs), "floor": lambda: floor(model, inputs), "trace": lambda: tl.trace(model, *inputs),
+        "read": lambda: read(tl.trace(model, *inputs))}
+    if hollows:
+        shell = hollow(model)
+        kinds["floor fixed"] = lambda: floor(shell, inputs)
+        kinds["trace fixed"] = lambda: tl.trace(shell, *inputs)
+    return kinds
+
+
+def timings(model: nn.Module, inputs: tuple, repeat: int, hollows: bool = True) -> dict[str, float]:
+    """Best seconds of each of :func:`runs`, interleaved so that noise hits them alike."""
+    runs_ = runs(model, inputs, hollows)
+    best = {name: float("inf") for name in runs_}
+    for name, run in runs_.items():
         run()  # warm-up
     gc.collect()
     gc.freeze()  # the collections below sweep only what the timed runs left
     try:
         for _ in range(repeat):
-            for name, run in runs.items():
+            for name, run in runs_.items():
                 run()  # warms the caches for this kind of run
                 gc.collect()
                 start = time.thread_time()
@@ -170,7 +207,7 @@ def marginal(repeat: int) -> list[list[str]]:
     for steps in (50, 150):
         model = TanhLoop(steps=steps).eval()
         with torch.no_grad():
-            runs[steps] = timings(model, (x,), repeat)
+            runs[steps] = timings(model, (x,), repeat, hollows=False)
     raw = (runs[150]["raw"] - runs[50]["raw"]) / 200 * 1e6
     cells = {k: (runs[150][k] - runs[50][k]) / 200 * 1e6 for k in ("floor", "trace", "read")}
     low = cells["floor"]
@@ -217,15 +254,76 @@ def memory_rows() -> list[list[str]]:
     return rows
 
 
+#: The models the instruction counts cover (the 12-layer GPT-2 would take an hour under callgrind).
+COUNTED = [name for name in MODELS if not name.startswith("GPT-2 12")]
+#: Counted runs per model and kind (after two warm-up runs).
+COUNTED_RUNS = 5
+
+
+def count(out: str) -> None:
+    """Under callgrind: run each counted model in each kind, :data:`COUNTED_RUNS` times inside one
+    ``functools.reduce`` (the only code collected; a dump after each); write the order to ``out``."""
+    order = []
+    gc.disable()
+    for name in COUNTED:
+        make_model, make_inputs = MODELS[name]
+        torch.manual_seed(0)
+        model, inputs = make_model().eval(), make_inputs()
+        with torch.no_grad():
+            for kind, run in runs(model, inputs).items():
+                run()
+                run()
+                functools.reduce(lambda _, __: run(), range(COUNTED_RUNS), None)
+                order.append((name, kind))
+                gc.collect()
+    with open(out, "w") as file:
+        json.dump(order, file)
+
+
+def instruction_rows() -> list[list[str]]:
+    """Instructions per run of each kind on each counted model, from one process under callgrind."""
+    with tempfile.TemporaryDirectory() as folder:
+        order_file = os.path.join(folder, "order.json")
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+                        "--dump-after=functools_reduce", f"--callgrind-out-file={folder}/cg.out",
+                        sys.executable, __file__, "--count", order_file], check=True, capture_output=True)
+        with open(order_file) as file:
+            order = [tuple(entry) for entry in json.load(file)]
+        counts = {}
+        for number, key in enumerate(order, 1):
+            with open(f"{folder}/cg.out.{number}") as dump:
+                total = next(int(line.split()[1]) for line in dump if line.startswith("totals:"))
+            counts[key] = total / COUNTED_RUNS
+    rows = []
+    for name in COUNTED:
+        c = {kind: counts[name, kind] for _, kind in filter(lambda key: key[0] == name, order)}
+        rows.append([name, *(f"{c[kind]:,.0f}" for kind in ("raw", "floor", "trace", "floor fixed", "trace fixed")),
+                     f"{c['trace'] / c['floor']:.2f}x",
+                     f"{(c['trace'] - c['trace fixed']) / (c['floor'] - c['floor fixed']):.2f}x"])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per model and mode; the best is kept")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory table")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="count instructions (valgrind) instead of timing; no memory table")
     parser.add_argument("--peak", nargs=2, metavar=("MODEL", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--count", metavar="ORDER_FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.peak:
         print(json.dumps(peak(*args.peak)))
+        return
+    if args.count:
+        count(args.count)
+        return
+    if args.callgrind:
+        print(f"instructions per run (callgrind; {COUNTED_RUNS} runs after 2 warm-ups, collector off); fixed: the "
+              "hollow model; per op: (trace - trace fixed) / (floor - floor fixed)")
+        print(format_table(["model", "raw", "floor", "trace", "floor fixed", "trace fixed", "trace/floor",
+                            "per-op trace/floor"], instruction_rows()))
         return
     rows = []
     for name, (make_model, make_inputs) in MODELS.items():
@@ -235,14 +333,20 @@ def main() -> None:
             best = timings(model, inputs, args.repeat)
             ops, calls = len(tl.trace(model, *inputs).ops), floor(model, inputs)
         raw, low, traced, full = best["raw"], best["floor"], best["trace"], best["read"]
+        low_fixed, fixed = best["floor fixed"], best["trace fixed"]
         rows.append([
             name, str(ops), f"{raw * 1e3:.2f}", f"{low * 1e3:.2f}", f"{traced * 1e3:.2f}", f"{full * 1e3:.2f}",
             f"{low / raw:.2f}x", f"{traced / raw:.2f}x", f"{traced / low:.2f}x", f"{full / low:.2f}x",
-            f"{(low - raw) * 1e6 / calls:.1f}", f"{(traced - raw) * 1e6 / ops:.1f}", f"{(full - raw) * 1e6 / ops:.1f}",
+            f"{low_fixed * 1e3:.3f}", f"{fixed * 1e3:.3f}",
+            f"{(low - low_fixed) * 1e6 / calls:.1f}", f"{(traced - fixed) * 1e6 / ops:.1f}",
+            f"{(traced - fixed) / (low - low_fixed):.2f}x",
         ])
-    print("trace: tl.trace alone; +read: tl.trace and the first full read of its records (built on first read)")
+    print("trace: tl.trace alone; +read: tl.trace and the first full read of its records (built on first read); "
+          "fixed: the hollow model (same modules, forward returns its input) under the floor and under tl.trace; "
+          "per op: the rest, trace - trace fixed against floor - floor fixed (the model's own ops in both)")
     print(format_table(["model", "ops", "raw ms", "floor ms", "trace ms", "+read ms", "floor/raw", "trace/raw",
-                        "trace/floor", "+read/floor", "floor us/op", "trace us/op", "+read us/op"], rows))
+                        "trace/floor", "+read/floor", "floor fixed ms", "trace fixed ms",
+                        "floor per-op us", "trace per-op us", "per-op trace/floor"], rows))
     print()
     print("per op alone (time per extra op; trace/floor added: what the trace adds to the raw op over what the "
           "floor adds)")
