@@ -291,6 +291,33 @@ def test_tensors_in_plain_module_attributes_are_not_shared_with_the_trace():
     assert_unchanged(trace, before)
 
 
+class StashBeforeInit(nn.Module):
+    """A tensor attribute written before ``nn.Module.__init__`` (so its ``__dict__`` does not
+    start with torch's bookkeeping) where the forward pass stores an output, written in place by
+    the next pass."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "stash", None)
+        super().__init__()
+
+    def forward(self, x):
+        h = x * 2.0
+        if self.stash is None:
+            self.stash = h
+        else:
+            self.stash.add_(h)
+        return h + 1.0
+
+
+def test_an_output_stored_in_an_attribute_written_before_module_init_is_not_shared_with_the_trace():
+    model = StashBeforeInit()
+    assert next(iter(vars(model))) == "stash"
+    trace = tl.trace(model, torch.ones(3))
+    before = saved_tensors(trace)
+    model(torch.ones(3))  # writes the stash the first pass stored, in place
+    assert_unchanged(trace, before)
+
+
 class ClaimsToBeATensor(nn.Module):
     """A module attribute whose ``__class__`` says Tensor (a mock made with ``spec``): it is not
     one, and reading its storage as a tensor's crashed the process."""
