@@ -3359,10 +3359,12 @@ def _special_method(cls: type, name: str) -> Optional[types.FunctionType]:
 def _python_special(value: Value, names: tuple[str, ...], specials: Optional[Specials] = None) -> Optional[str]:
     """The first of ``names`` whose special method ``value``'s class defines in Python (see
     :func:`_python_method`): the one CPython calls where it tries them in this order."""
-    if _python_class(value) is None:
+    cls = _python_class(value)
+    if cls is None:
         return None
+    read = _special_method if specials is None else specials
     for name in names:
-        if _python_method(value, name, specials) is not None:
+        if read(cls, name) is not None:
             return name
     return None
 

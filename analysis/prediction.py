@@ -222,33 +222,46 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
     A layer's count is the sum of its events' counts; an unknown chain groups with the events
     whose chain is unknown for the same reason.
     """
-    inputs = {id(event): real_inputs(event.inputs) for event in events}
     slots = [(event, slot) for event in events for slot in range(event.slots or 1)]
     grouping = group_keys(
         (e.scope, e.chain if e.chain is not None else ("?", e.why), e.name, slot) for e, slot in slots)
     labels = layer_labels(slots[i][0].name for i in grouping.first)
-    groups = list(grouping.members())
-    label_of = {(id(slots[i][0]), slots[i][1]): label for label, members in zip(labels, groups) for i in members}
-    pass_of: dict[tuple[int, int], int] = {}  # (event id, slot) -> its pass, where each member is one op
+    groups = grouping.members()
+    #: (event, slot) -> its layer's label, and its pass where each member of its layer is one op.
+    label_of = {slots[i]: label for label, members in zip(labels, groups) for i in members}
+    pass_of: dict[tuple[Event, int], int] = {}
     for members in groups:
         if all(slots[i][0].count.exact == 1 for i in members):
-            pass_of.update(((id(slots[i][0]), slots[i][1]), n) for n, i in enumerate(members, 1))
+            pass_of.update((slots[i], n) for n, i in enumerate(members, 1))
     layers = []
     for label, members in zip(labels, groups):
         event, slot = slots[members[0]]
         count = event.count
-        for i in members[1:]:
-            count = count + slots[i][0].count
+        parents: dict[str, None] = {}
+        carried: dict[str, None] = {}
+        links = 0
+        known: list[tuple[str, int, int]] = []  # the links whose passes on both ends are known
+        for n, i in enumerate(members):
+            member = slots[i][0]
+            if n:
+                count = count + member.count
+            head = pass_of.get(slots[i])
+            for origin in real_inputs(member.inputs):
+                if isinstance(origin[0], ForwardInput):
+                    parents[origin[0].label] = None
+                    continue
+                parent = label_of.get(origin)
+                if parent is not None:
+                    parents[parent] = None
+                    links += 1
+                    tail = pass_of.get(origin)
+                    if tail is not None and head is not None:
+                        known.append((parent, tail, head))
+            if member.carried:
+                carried.update((label_of[origin], None) for origin in member.carried if origin in label_of)
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        parents = dict.fromkeys(parent for i in members for producer, k in inputs[id(slots[i][0])]
-                                if (parent := _label(producer, k, label_of)) is not None)
-        carried = dict.fromkeys(label_of[key] for i in members for producer, k in slots[i][0].carried
-                                if (key := (id(producer), k)) in label_of)
-        links = [(label_of[key], pass_of.get(key), pass_of.get((id(slots[i][0]), slots[i][1])))
-                 for i in members for producer, k in inputs[id(slots[i][0])] if (key := (id(producer), k)) in label_of]
-        known = tuple((parent, tail, head) for parent, tail, head in links if tail is not None and head is not None)
         layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note,
-                                     tuple(parents), tuple(carried), known if len(known) == len(links) else None))
+                                     tuple(parents), tuple(carried), tuple(known) if len(known) == links else None))
     unsized = [f"{layer.layer_label} at {layer.where()}: its number of outputs is not static, only the first "
                "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
     shifted = _labels_that_may_shift(slots, groups, labels)
@@ -258,12 +271,12 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
                       module_types=dict(module_types or {}))
 
 
-def _label(producer: Any, slot: int, label_of: dict[tuple[int, int], str]) -> Optional[str]:
+def _label(producer: Any, slot: int, label_of: dict[tuple[Event, int], str]) -> Optional[str]:
     """The label of the layer (or input layer) that produced output ``slot`` of ``producer``."""
-    return producer.label if isinstance(producer, ForwardInput) else label_of.get((id(producer), slot))
+    return producer.label if isinstance(producer, ForwardInput) else label_of.get((producer, slot))
 
 
-def _returned_labels(returned: Any, label_of: dict[tuple[int, int], str]) -> tuple[str, ...]:
+def _returned_labels(returned: Any, label_of: dict[tuple[Event, int], str]) -> tuple[str, ...]:
     """The label each tensor leaf of ``returned`` is, in order; empty where one is not known."""
     labels: list[str] = []
     todo = [returned]
