@@ -999,14 +999,16 @@ class Interpreter:
         if isinstance(node, ast.Module):
             return self.opaque_call(fn, args, kwargs, f"{fn.__qualname__}: module code")
         closure: dict[str, Value] = {}
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        cells = fn.__closure__
+        for name, cell in zip(fn.__code__.co_freevars, cells or ()):
             try:
                 closure[name] = self.wrap(cell.cell_contents)
             except ValueError:  # an empty cell
                 closure[name] = Opaque(f"{name} is not yet bound")
-        defaults = [self.wrap(d) for d in fn.__defaults__ or ()]
-        kw_defaults = {k: self.wrap(v) for k, v in (fn.__kwdefaults__ or {}).items()}
-        closure_id = tuple(id(getattr(c, "cell_contents", None)) for c in fn.__closure__ or ()) or None
+        # (each comprehension is a call of its own before 3.12: none where there is nothing to read)
+        defaults = [self.wrap(d) for d in fn.__defaults__] if fn.__defaults__ else []
+        kw_defaults = {k: self.wrap(v) for k, v in fn.__kwdefaults__.items()} if fn.__kwdefaults__ else {}
+        closure_id = tuple(id(getattr(c, "cell_contents", None)) for c in cells) if cells else None
         owner = closure.get("__class__")
         return self.run_code(src, node, fn.__code__, fn.__globals__, [closure], closure_id,
                              owner.obj if isinstance(owner, Known) else None,

@@ -68,6 +68,9 @@ _TENSOR_VALUED = frozenset({"data", "grad"})
 _C_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
             types.WrapperDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType)
 _C_TYPE_SET = frozenset(_C_TYPES)
+#: What :meth:`TorchHost._runs_on_fakes` runs as it is (besides torch's Python functions): an op
+#: named by a string, an op overload packet, a C callable.
+_ON_FAKES = (str, torch._ops.OpOverloadPacket, *_C_TYPES)
 #: ``id(C callable)`` -> (it, its op name, its intrinsic): :meth:`TorchHost._kept`, shared by
 #: the predictions of every thread (a dict's reads and writes are atomic); at most
 #: :data:`_C_KEPT` (bound C methods are made anew: the table starts afresh when full).
@@ -237,7 +240,7 @@ class TorchHost(Host):
         """An op torch implements (in C, or in Python reached through its dispatcher such as
         ``Tensor.unflatten``; a view property named by a string): run as is on fake tensors.
         Modules recorded as one op (TorchScript) and transforms are not."""
-        if isinstance(fn, (str, torch._ops.OpOverloadPacket, *_C_TYPES)):
+        if isinstance(fn, _ON_FAKES):
             return True
         return isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("torch.") \
             and fn not in self._transforms
