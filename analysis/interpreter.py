@@ -1486,6 +1486,8 @@ class Interpreter:
                 value = value if before is None else join([before, value])
             self.overlay[key] = value
             self._keep.append(target.obj)
+        elif isinstance(target, Opaque) and may_hold_tensor(value):
+            target.kind = Nature.ANY  # as for an item written into it (store_item)
 
     def name_children(self, module: Instance, seen: Optional[set] = None) -> None:
         """Address every submodule as ``named_modules()`` does: depth first, first name wins."""
@@ -2281,6 +2283,8 @@ class Interpreter:
         elif isinstance(container, Dict):
             self.unsettled(container, "an item write", index)
             container.items[index.obj if isinstance(index, Known) else object()] = value
+        elif isinstance(container, Opaque) and may_hold_tensor(value):
+            container.kind = Nature.ANY  # what it held was no tensor; what is read from it now may be
         elif isinstance(container, Seq) and not self.unsettled(container, "an item write", index) \
                 and isinstance(index, Known) and isinstance(index.obj, int):
             if -len(container.items) <= index.obj < len(container.items):

@@ -59,6 +59,8 @@ REPORTED["GeneratorLeftInFinally"] = (f"generator rows ({line_of(H.GeneratorLeft
 REPORTED["LostLeftOperand"] = (f"mul of {{x: 2}}[x], a value the prediction lost track of (item of an unknown value) "
                                f"at {line_of(H.LostLeftOperand, '{x: 2}')} in LostLeftOperand.forward: taken as a tensor")
 REPORTED["StarUnknown"] = f"pair is given *items the prediction cannot list at {line_of(H.StarUnknown, 'self.pair(*xs)')}"
+REPORTED["WrittenUnknown"] = (f"add of d[0], a value the prediction lost track of (item of an unknown value) at "
+                              f"{line_of(H.WrittenUnknown, 'd[0] + x')} in WrittenUnknown.forward: taken as a tensor")
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
 
@@ -87,13 +89,13 @@ def test_exact_where_it_says_nothing():
     next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
     version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
     unknown numbers, special methods in Python reached by syntax and builtins, an input's
-    metadata after in-place writes."""
+    metadata after in-place writes, dicts built by ``dict.fromkeys``."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
-             "OutsideData", "ConstantProbe"]
+             "OutsideData", "ConstantProbe", "BuiltContainers"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

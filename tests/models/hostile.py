@@ -1156,6 +1156,31 @@ class ConstantProbe(nn.Module):
         return x.relu() if _probe_installed() else x.tanh()
 
 
+
+class BuiltContainers(nn.Module):
+    """Dicts built by ``dict.fromkeys`` (a method of the dict type, run for real on known keys),
+    written with tensors and read back, as transformers' linear-attention cache layers keep their
+    states: exact."""
+
+    def forward(self, x):
+        states, ready = dict.fromkeys(range(2)), dict.fromkeys([0, 1], False)
+        states[0] = x * 2
+        if not ready[0]:
+            ready[0] = True
+            states[1] = states[0].tanh()
+        return states[0] + states[1]
+
+
+class WrittenUnknown(nn.Module):
+    """A dict built from a count the data decides (a builtin of numbers it cannot know: no tensor
+    in it), then given a tensor: what is read back may be one, so the op on it is said to be taken
+    as a tensor's (it was taken silently as a number's reflected ``radd``)."""
+
+    def forward(self, x):
+        d = dict.fromkeys(range(int(x.sum().item() > 0) + 1))
+        d[0] = x * 2
+        return d[0] + x
+
 #: Statements that raise on the example inputs: the form, then the line's text.
 STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing",
               "getattr": "return getattr(self, 'absent')"}
@@ -1194,7 +1219,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
-             Asserts, OutsideData, ConstantProbe]
+             Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
