@@ -1259,9 +1259,9 @@ class Interpreter:
         for elt in elts:
             if isinstance(elt, ast.Starred):
                 value = self.eval(elt.value)
-                if runs_on_iteration(value) and isinstance(owner, ast.Call):  # a tensor's __iter__ runs at
+                if runs_when_unpacked(value) and isinstance(owner, ast.Call):  # a tensor's __iter__ runs at
                     self.at_nth(owner, STAR_ITER, starred)  # the k-th LIST_EXTEND (a lone one: the call)
-                elif runs_on_iteration(value):
+                elif runs_when_unpacked(value):
                     self.at_position(owner, STAR_ITER, starred)
                 starred += 1
                 items = self.unpack(value, None)
@@ -1874,7 +1874,8 @@ class Interpreter:
         return self.listed(node, lambda: [self.eval(node.elt)])
 
     def eval_SetComp(self, node: ast.SetComp) -> Value:
-        return self.listed(node, lambda: [self.eval(node.elt)])
+        items = self.listed(node, lambda: [self.eval(node.elt)])
+        return items if items.unsure else self.as_set(items.items, node)
 
     def listed(self, node: Any, element: Callable[[], list[Value]]) -> Seq:
         """A list or set comprehension's list: unsure when a filter or the number of items of
@@ -2239,7 +2240,7 @@ class Interpreter:
         if isinstance(target, ast.Name):
             self.bind_name(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if runs_on_iteration(value):
+            if runs_when_unpacked(value):
                 self.at_unpack(target)
             self.assign_many(target.elts, value)
         elif isinstance(target, ast.Attribute):
@@ -2251,7 +2252,12 @@ class Interpreter:
 
     def assign_many(self, targets: list[ast.expr], value: Value) -> None:
         star = next((k for k, t in enumerate(targets) if isinstance(t, ast.Starred)), None)
+        counted = _counted(value)
         items = self.unpack(value, None if star is not None else len(targets))
+        wanted = len(targets) - (star is not None)
+        if counted and items is not None and (len(items) < wanted or star is None and len(items) > wanted):
+            self.stops(f"unpacking {len(items)} item{'s' * (len(items) != 1)} into {wanted}"
+                       f"{' or more' if star is not None else ''} targets raises ValueError{self.where(targets[0])}")
         if items is None:
             items = [self.element(value)] * len(targets)
         if star is None:
@@ -2726,7 +2732,7 @@ class Interpreter:
     def unpack(self, value: Value, count: Optional[int]) -> Optional[list[Value]]:
         """``a, b = value``: the items, or ``None`` when unknown."""
         if isinstance(value, TensorTuple):
-            if count is not None:
+            if value.count is None and count is not None:
                 value.resolve(count)
                 return value.items(count)
             return None if value.count is None else value.items(value.count)
@@ -3426,6 +3432,27 @@ def rebound_names(body: list[ast.stmt]) -> list[str]:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             todo.extend(reversed(list(ast.iter_child_nodes(node))))
     return list(names)
+
+
+def _counted(value: Value) -> bool:
+    """Whether the items of ``value``, where the run lists them, are all its items (a tensor's
+    rows from its shape, a display's items without a ``*`` it could not list, a live sized
+    container): unpacking them into another number of targets raises."""
+    if isinstance(value, TensorTuple):
+        return value.count is not None
+    if isinstance(value, Seq):
+        return not value.unsure and all(item is not UNLISTED for item in value.items)
+    if isinstance(value, Known):
+        return isinstance(value.obj, (tuple, list, str, bytes, dict, range, set, frozenset)) \
+            and not _iterates_in_python(value)
+    return isinstance(value, (Tensor, Dict))
+
+
+def runs_when_unpacked(value: Value) -> bool:
+    """Whether unpacking ``value`` at once (``a, b = value``, ``*value`` in a display or a call)
+    may run ops there: its ``__iter__`` (:func:`runs_on_iteration`), or a generator's (or a lazy
+    builtin's callbacks) code, resumed by the instruction that unpacks it."""
+    return runs_on_iteration(value) or isinstance(value, Lazy)
 
 
 def runs_on_iteration(value: Value) -> bool:

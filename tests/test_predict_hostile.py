@@ -89,13 +89,13 @@ def test_exact_where_it_says_nothing():
     next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
     version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
     unknown numbers, special methods in Python reached by syntax and builtins, an input's
-    metadata after in-place writes, dicts built by ``dict.fromkeys``."""
+    metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
-             "OutsideData", "ConstantProbe", "BuiltContainers"]
+             "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -323,15 +323,18 @@ def test_python_reading_a_tensor_where_that_raises_is_a_gap_naming_the_error_and
 
 
 @pytest.mark.parametrize("how", list(H.STATEMENTS))
-def test_an_assert_decided_false_and_a_missing_attribute_are_gaps_naming_the_line(how: str):
+def test_an_assert_decided_false_a_missing_attribute_and_a_wrong_unpack_are_gaps_naming_the_line(how: str):
     model, inputs = H.raising_models()[how]
     said = " ".join(g.why for g in tl.predict(model, *inputs).gaps)
-    with pytest.raises((AssertionError, AttributeError)):
+    with pytest.raises((AssertionError, AttributeError, ValueError)):
         tl.trace(model, *inputs)
     assert f"at {line_of(H.RaisesInPython, H.STATEMENTS[how])} in RaisesInPython.forward" in said, said
     assert {"assert": "AssertionError (x.shape[0] == 5) raised",
             "attribute": "reading RaisesInPython.missing raises AttributeError",
-            "getattr": "getattr of 'absent' raises AttributeError"}[how] in said, said
+            "getattr": "getattr of 'absent' raises AttributeError",
+            "unpack rows": "unpacking 3 items into 2 targets raises ValueError",
+            "unpack outputs": "unpacking 3 items into 2 targets raises ValueError",
+            "unpack starred": "unpacking 2 items into 3 or more targets raises ValueError"}[how] in said, said
 
 
 def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():

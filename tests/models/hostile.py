@@ -1171,6 +1171,27 @@ class BuiltContainers(nn.Module):
         return states[0] + states[1]
 
 
+class Kind(nn.Module):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+
+class SetComprehensions(nn.Module):
+    """Loops over set comprehensions of the layers' kinds (as transformers' Dory builds one
+    rotary embedding per attention type): a set has no duplicates, so one pass per distinct
+    kind (it ran a pass per layer); a set of tensors (hashed by identity): its size is known."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([Kind("a"), Kind("a"), Kind("b")])
+
+    def forward(self, x):
+        per_kind = {kind: x * len(kind) for kind in {layer.kind for layer in self.layers}}
+        first = [x.relu() for _ in {layer.kind for layer in self.layers[:2]}]
+        return per_kind["a"] + per_kind["b"] + first[0] + len({row.sum() for row in x})
+
+
 class WrittenUnknown(nn.Module):
     """A dict built from a count the data decides (a builtin of numbers it cannot know: no tensor
     in it), then given a tensor: what is read back may be one, so the op on it is said to be taken
@@ -1183,11 +1204,13 @@ class WrittenUnknown(nn.Module):
 
 #: Statements that raise on the example inputs: the form, then the line's text.
 STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing",
-              "getattr": "return getattr(self, 'absent')"}
+              "getattr": "return getattr(self, 'absent')", "unpack rows": "a, b = x",
+              "unpack outputs": "a, b = x.split(1)", "unpack starred": "a, b, c, *rest = x.shape"}
 
 
 class RaisesInPython(OneOf):
-    """An assert the shapes decide false; an attribute the module does not have, read or got."""
+    """An assert the shapes decide false; an attribute the module does not have, read or got;
+    unpacking a tensor's rows, an op's outputs or a shape into another number of targets."""
 
     def forward(self, x):
         x = torch.tanh(x)
@@ -1195,8 +1218,14 @@ class RaisesInPython(OneOf):
             assert x.shape[0] == 5, "wants 5 rows"
         elif self.how == "attribute":
             return self.missing
-        else:
+        elif self.how == "getattr":
             return getattr(self, 'absent')
+        elif self.how == "unpack rows":
+            a, b = x
+        elif self.how == "unpack outputs":
+            a, b = x.split(1)
+        else:
+            a, b, c, *rest = x.shape
         return x.exp()
 
 
@@ -1219,7 +1248,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SuppressedKeyError, GeneratorLeftInFinally, ShiftedWindows,
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
-             Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown]
+             Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
+             SetComprehensions]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))

@@ -342,6 +342,18 @@ def yield_from(o, x):
     return list(_outer_steps(o, x))
 
 
+def unpacked_generators(o, xs):
+    """Generators (and a lazy builtin's callbacks) resumed by the instruction that unpacks them:
+    a target list, a starred target, a list or tuple display, a call's ``*`` argument."""
+    a, b = (o.op(x) for x in xs)
+    c, *d = (o.op(x) for x in xs)
+    e = [*(o.op(x) for x in xs)]
+    f = (*(o.op(x) for x in xs),)
+    g = max(*(o.op(x) for x in xs), 0)
+    h, i = map(lambda t: o.op(t), xs)
+    return a, b, c, d, e, f, g, h, i
+
+
 def sum_of_values(o, v):
     return sum([v, v, v])
 

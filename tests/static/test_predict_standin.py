@@ -78,6 +78,7 @@ CASES = {
     "map of an op": (m.map_op, ([1, 2, 3],), {}),
     "map of a lambda": (m.map_lambda, ([1, 2, 3],), {}),
     "yield from a generator": (m.yield_from, (0,), {}),
+    "generators unpacked": (m.unpacked_generators, ([1, 2],), {}),
     "sum of values": (m.sum_of_values, (), {"value": True}),
     "value operators": (m.value_operators, (), {"value": True}),
     "python special methods": (m.python_specials, (0,), {"names": m.SPECIAL_OPS}),
