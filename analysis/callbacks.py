@@ -1,6 +1,6 @@
 """Builtins that call back into the program or iterate for it: ``sum``, ``map``, ``filter``,
 ``sorted``/``min``/``max`` with ``key`` (or over tensors), ``list.sort``, ``functools.reduce``,
-``zip``, ``enumerate``, ``itertools.starmap``/``accumulate``/``chain``, and ``operator``'s
+``zip``, ``enumerate``, ``itertools.starmap``/``accumulate``/``chain``/``repeat``, and ``operator``'s
 functions (binary, in-place, unary, ``getitem``/``setitem``) on tensors.
 
 As in CPython, each takes ``iter()`` of its sources when it is called (a tensor's ``__iter__``
@@ -40,6 +40,7 @@ def callback_handlers(run: Interpreter) -> dict[Any, Handler]:
             functools.reduce: functools.partial(_reduce, run), builtins.zip: functools.partial(_zip, run),
             builtins.enumerate: functools.partial(_enumerate, run), itertools.starmap: functools.partial(_starmap, run),
             itertools.accumulate: functools.partial(_accumulate, run), itertools.chain: functools.partial(_chain, run),
+            itertools.repeat: _repeat,
             **{fn: functools.partial(_operator, run, stem, False) for fn, stem in _OPERATORS.items()},
             **{fn: functools.partial(_operator, run, stem, True) for fn, stem in _IN_PLACE.items()},
             **{fn: functools.partial(_unary, run, stem) for fn, stem in _UNARY.items()},
@@ -275,6 +276,17 @@ def _chain(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Opt
             yield from _items(run, source, "itertools.chain")
 
     return Lazy(start, "itertools.chain")
+
+
+def _repeat(args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+    """``itertools.repeat(obj, times)`` a known number of times (torch's ``_pair(1)``); endless
+    or an unknown number of times: not modelled."""
+    obj = args[0] if args else kwargs.get("object")
+    times = args[1] if len(args) > 1 else kwargs.get("times")
+    if obj is None or not (isinstance(times, Known) and type(times.obj) is int):
+        return None
+    items = [obj] * max(times.obj, 0)
+    return Lazy(lambda: iter(items), "itertools.repeat")
 
 
 def sort_in_place(run: Interpreter, seq: Seq, kwargs: dict[str, Value]) -> None:

@@ -2304,22 +2304,46 @@ class Interpreter:
             return self.exec_block(node.body)
         if known is False:
             return self.exec_block(node.orelse)
-        return self.fork([node.body, node.orelse])
+        return self.fork([node.body, node.orelse], self.narrowed(node.test))
 
-    def fork(self, blocks: list[list[ast.stmt]]) -> Optional[Signal]:
-        """Run arms of a branch the prediction cannot decide, each under ``0..1``."""
-        live = [b for b in blocks if not _always_raises(b)]
+    def narrowed(self, test: ast.expr) -> list[dict[str, Value]]:
+        """``name is None`` or ``name is not None`` where the local ``name`` holds a value from
+        an undecided branch that may be ``None``: its value in the arm where the test holds and
+        in the one where it fails (``None`` only where it is ``None``; elsewhere what else it may
+        be). Empty when the test narrows nothing."""
+        frame = self.frame
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+                and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None and frame is not None):
+            return []
+        name = test.left.id
+        value = frame.locals.get(name)
+        if not isinstance(value, Union):
+            return []
+        some = [o for o in value.options if not (isinstance(o, Known) and o.obj is None)]
+        maybe_none = [o for o in value.options if not isinstance(o, (Known, Tensor, TensorTuple, Seq, Dict, Instance))
+                      or isinstance(o, Known) and o.obj is None]
+        if not some or len(some) == len(value.options):
+            return []
+        arms = [{name: join(maybe_none)}, {name: join(some)}]
+        return arms if isinstance(test.ops[0], ast.Is) else arms[::-1]
+
+    def fork(self, blocks: list[list[ast.stmt]], bindings: Sequence[dict[str, Value]] = ()) -> Optional[Signal]:
+        """Run arms of a branch the prediction cannot decide, each under ``0..1`` (with the
+        names ``bindings`` gives each arm, where a test narrows them)."""
+        arms = [(block, bindings[k] if bindings else {}) for k, block in enumerate(blocks)]
+        live = [(block, bound) for block, bound in arms if not _always_raises(block)]
         self.unraised += len(blocks) - len(live)
         if len(live) <= 1:
-            return self.exec_block(live[0]) if live else Signal(Exit.RAISE)
+            return self.exec_block(live[0][0]) if live else Signal(Exit.RAISE)
         frame = self.frame
         if frame is None:
             return None
         base = frame.locals
         before = dict(base)
         outcomes: list[tuple[dict, Optional[Signal]]] = []
-        for block in live:
-            frame.locals = dict(before)
+        for block, bound in live:
+            frame.locals = {**before, **bound}
             with self.scaled(MAYBE):
                 signal = self.exec_block(block)
             # a closure made before the branch writes its cells into ``base`` (``nonlocal``):

@@ -89,13 +89,13 @@ def test_exact_where_it_says_nothing():
     next of iterators the code made, comparisons of built lists, ``str.join`` of a map and
     version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
     unknown numbers, special methods in Python reached by syntax and builtins, an input's
-    metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions."""
+    metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions, names tested against ``None``."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
-             "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions"]
+             "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -156,6 +156,15 @@ def test_conditions_on_built_lists_joined_maps_and_versions_are_decided():
     model, inputs = MODELS["PlainChecks"]
     assert {layer.func_name: str(layer.count) for layer in tl.predict(model, *inputs).layers} == {
         "sin": "1", "cos": "1", "exp": "1"}
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_name_tested_against_none_is_narrowed_and_a_pair_of_ints_is_known(sign: int):
+    model, x = H.NarrowedNone(), torch.randn(3, 4).abs() * sign
+    pred = tl.predict(model, x)
+    report = tl.trace(model, x).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+    assert {layer.func_name: str(layer.count) for layer in pred.layers}["relu"] == "4"  # the rows of unfold's output
 
 
 def test_operators_defined_in_python_run_their_ops():

@@ -1192,6 +1192,24 @@ class SetComprehensions(nn.Module):
         return per_kind["a"] + per_kind["b"] + first[0] + len({row.sum() for row in x})
 
 
+class NarrowedNone(nn.Module):
+    """A mask that is ``None`` or a tensor as the data decides, tested ``is not None``: inside
+    the branch it is the tensor (reading its shape was said to raise, from its ``None``); and
+    ``F.unfold`` given ``dilation=1`` (torch's ``_pair``: ``itertools.repeat`` a known number of
+    times) keeps its output's shape, so a loop over its rows has a known count: exact."""
+
+    def forward(self, x):
+        mask = None
+        if x.sum() > 0:
+            mask = x > 0
+        if mask is not None:
+            x = x.masked_fill(mask, 0.0) * mask.shape[0]
+        total = x.new_zeros(())
+        for row in nn.functional.unfold(x[None, None], kernel_size=2, dilation=1)[0]:
+            total = total + row.relu()
+        return total
+
+
 class WrittenUnknown(nn.Module):
     """A dict built from a count the data decides (a builtin of numbers it cannot know: no tensor
     in it), then given a tensor: what is read back may be one, so the op on it is said to be taken
@@ -1249,7 +1267,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
-             SetComprehensions]
+             SetComprehensions, NarrowedNone]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
