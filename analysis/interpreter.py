@@ -1317,7 +1317,9 @@ class Interpreter:
         if isinstance(value, Known):
             if type(value.obj) in LIVE_CONTAINERS or self.views:
                 value = self.viewed(value)
-                if isinstance(value, Known) and name in MUTATORS:  # the first write into a live dict or list
+                if isinstance(value, Known) and name in MUTATORS \
+                        and isinstance(class_attr(type(value.obj), name), types.MethodDescriptorType):
+                    # the first write into a live dict or list (a builtin container's own method)
                     view = self.written(value, name)
                     return Opaque(f"{name} of a live {type(value.obj).__name__}") if view is None else \
                         Bound(Known(PyMethod(name)), view)

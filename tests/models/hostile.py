@@ -1210,6 +1210,33 @@ class NarrowedNone(nn.Module):
         return total
 
 
+class Shelf:
+    """A plain Python object with a method named like a list's mutator."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def update(self, t):
+        self.items.append(t)
+        return t * 2
+
+
+class MutatorNames(nn.Module):
+    """Once forward has written into a live dict, calls whose names are those of a container's
+    mutating methods but are not (``torch.sort``, ``torch.add``, a Python class's ``update``)
+    were taken for writes into a live object: 13 gaps; now exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache: dict = {}
+        self.shelf = Shelf()
+
+    def forward(self, x):
+        self.cache["k"] = x.relu()
+        values, order = torch.sort(x.flatten())
+        return self.shelf.update(torch.add(values, 1)) + order.float().sum()
+
+
 class WrittenUnknown(nn.Module):
     """A dict built from a count the data decides (a builtin of numbers it cannot know: no tensor
     in it), then given a tensor: what is read back may be one, so the op on it is said to be taken
@@ -1267,7 +1294,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
-             SetComprehensions, NarrowedNone]
+             SetComprehensions, NarrowedNone, MutatorNames]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
