@@ -169,6 +169,14 @@ def test_a_name_tested_against_none_is_narrowed_and_a_pair_of_ints_is_known(sign
     assert {layer.func_name: str(layer.count) for layer in pred.layers}["relu"] == "4"  # the rows of unfold's output
 
 
+def test_autocast_state_bindings_are_no_ops():
+    model, inputs = MODELS["AutocastOff"]
+    pred = tl.predict(model, *inputs)
+    report = tl.trace(model, *inputs).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0, str(report)  # set_autocast_enabled_1... were predicted
+    assert [layer.func_name for layer in pred.layers] == ["t", "matmul", "relu"], pred.layers
+
+
 def test_operators_defined_in_python_run_their_ops():
     model, inputs = MODELS["Operators"]
     pred = tl.predict(model, *inputs)

@@ -197,6 +197,8 @@ class TorchHost(Host):
             return None  # torch's private bindings (dynamo's eval frame, autograd state)
         if raw.startswith("_") and not raw.startswith("__") and module == "torch._C":
             return None  # private helpers (_get_tracing_state, _log_api_usage_once)
+        if owner is torch._C:
+            return None  # torch._C's own bindings of state (set_autocast_enabled, is_grad_enabled): no dispatch
         if fn in self._checks:
             return None
         return REFLECTED.get(raw) or (self._dunders.get(raw) if tensor_method else None) or op_name(raw)

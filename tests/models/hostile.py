@@ -1237,6 +1237,18 @@ class MutatorNames(nn.Module):
         return self.shelf.update(torch.add(values, 1)) + order.float().sum()
 
 
+class AutocastOff(nn.Module):
+    """``torch.autocast`` around a matmul (timm's EfficientViT): its ``__enter__``/``__exit__``
+    call ``torch._C``'s own state bindings (``set_autocast_enabled``...), which no mode sees, so
+    they are no ops. Its ``__init__`` compares the device with the name of torch's private-use
+    backend (a C query not called): an honest gap there, and no op predicted that does not run."""
+
+    def forward(self, x):
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            y = x @ x.t()
+        return y.relu()
+
+
 class WrittenUnknown(nn.Module):
     """A dict built from a count the data decides (a builtin of numbers it cannot know: no tensor
     in it), then given a tensor: what is read back may be one, so the op on it is said to be taken
@@ -1294,7 +1306,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
-             SetComprehensions, NarrowedNone, MutatorNames]
+             SetComprehensions, NarrowedNone, MutatorNames, AutocastOff]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
