@@ -365,10 +365,11 @@ class Interpreter:
             functools.partial(_reads_plainly, host, self.class_attrs, self.specials))
         #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
         self.union_items: dict[int, tuple[Union, Value]] = {}
-        #: id(function) -> (it,): the plain Python functions :meth:`call_known` found (neither an
-        #: op, an intrinsic, a modelled builtin nor one called for real: interpreted, whatever
-        #: the arguments; the host's answers about a function hold for the run).
-        self.interpreted: dict[int, tuple[Any]] = {}
+        #: id(callable) -> (it, its op name, or ``None`` for a plain Python function): what
+        #: :meth:`call_known` found it is, whatever the arguments (the host's answers about a
+        #: callable hold for the run; a plain function is neither an intrinsic, a modelled
+        #: builtin nor one called for real: it is interpreted).
+        self.found: dict[int, tuple[Any, Optional[str]]] = {}
         #: Builtins the run models itself, by the live builtin.
         self.handlers: dict[Any, Handler] = {
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
@@ -504,14 +505,17 @@ class Interpreter:
                 chain.append(segment[0])
                 continue
             segment.reverse()
+            codes: set[int] = set()
+            places: list[Link] = []
             for frame in segment:
                 if frame.at is None:
                     return scope, None, f"no place for a call in {frame.code.co_name} ({frame.code.co_filename})"
-            codes = [f.code for f in segment]
-            if len({id(c) for c in codes}) < len(codes):  # a code repeats: recursion collapses
-                chain.extend(segment[i].at for i in collapse(codes, [f.closure_id for f in segment]))
-            else:
-                chain.extend(f.at for f in segment)
+                codes.add(id(frame.code))
+                places.append(frame.at)
+            if len(codes) < len(segment):  # a code repeats: recursion collapses
+                kept = collapse([f.code for f in segment], [f.closure_id for f in segment])
+                places = [places[i] for i in kept]
+            chain.extend(places)
         return scope, tuple(chain), ""
 
     def emit(self, name: str, slots: Optional[int] = 1) -> Event:
@@ -604,9 +608,10 @@ class Interpreter:
 
     def call_known(self, obj: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Call a concrete callable: an op, an intrinsic, a module, Python code or a builtin."""
-        known = self.interpreted.get(id(obj))
-        if known is not None and known[0] is obj:  # a plain Python function, as found before in this run
-            return self.run_live_function(obj, args, kwargs)
+        found = self.found.get(id(obj))
+        if found is not None and found[0] is obj:  # an op or a plain Python function, as found before in this run
+            name = found[1]
+            return self.run_live_function(obj, args, kwargs) if name is None else self.call_op(name, obj, args, kwargs)
         if type(obj) is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
             return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
         host = self.host
@@ -615,6 +620,7 @@ class Interpreter:
             return self.call_intrinsic(intrinsic, obj, args, kwargs)
         name = host.op_name(obj)
         if name is not None:
+            self.found[id(obj)] = (obj, name)
             return self.call_op(name, obj, args, kwargs)
         if host.is_module(obj):
             return self.module_call(obj, args, kwargs)
@@ -635,7 +641,7 @@ class Interpreter:
                     except Exception:  # noqa: BLE001 - the program would raise; predict nothing
                         return Opaque(f"{obj.__qualname__} raised")
             elif not _modelled(obj) and obj not in self.handlers:  # found here whatever the arguments
-                self.interpreted[id(obj)] = (obj,)
+                self.found[id(obj)] = (obj, None)
             return self.run_live_function(obj, args, kwargs)
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
@@ -709,21 +715,18 @@ class Interpreter:
                 outputs: Optional[int] = 0) -> Value:
         """An op call: record it and return what it returns (``outputs``: how many tensors, when
         the caller knows better than the host: ``1`` one tensor, ``None`` an unknown number)."""
-        events: list[Event] = []
         inputs = origins(iter([*args, *(kwargs or {}).values()]))
 
         def make_tensor(meta: Any) -> Value:
             event = self.emit(name)
             event.inputs = inputs
             event.computed = meta is not None
-            events.append(event)
             return Tensor(meta=meta, origin=(event, 0))
 
         def make_tuple(count: Optional[int], metas: Optional[tuple]) -> Value:
             event = self.emit(name, count)
             event.inputs = inputs
             event.computed = metas is not None
-            events.append(event)
 
             def resolve(n: int) -> None:
                 if event.slots is None or event.slots < n:

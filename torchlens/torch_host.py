@@ -648,7 +648,7 @@ class FakeShapes:
     def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
         try:
             plain = [self._plain(a) for a in args]
-            plain_kw = {k: self._plain(v) for k, v in kwargs.items()}
+            plain_kw = {k: self._plain(v) for k, v in kwargs.items()} if kwargs else {}
         except _NoShape:
             return UNKNOWN
         mode = self._fake_mode()
