@@ -329,7 +329,7 @@ class TorchHost(Host):
     @staticmethod
     def _constant_call(fn: Any) -> bool:
         if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state,
-                  torch._C._are_functorch_transforms_active):
+                  torch._C._are_functorch_transforms_active, torch._C._get_privateuse1_backend_name):
             return True
         if isinstance(fn, types.FunctionType):  # torch._dynamo.assume_constant_result: fixed for the process
             return getattr(fn, "_dynamo_marked_constant", False) is True

@@ -1240,8 +1240,8 @@ class MutatorNames(nn.Module):
 class AutocastOff(nn.Module):
     """``torch.autocast`` around a matmul (timm's EfficientViT): its ``__enter__``/``__exit__``
     call ``torch._C``'s own state bindings (``set_autocast_enabled``...), which no mode sees, so
-    they are no ops. Its ``__init__`` compares the device with the name of torch's private-use
-    backend (a C query not called): an honest gap there, and no op predicted that does not run."""
+    they are no ops; its ``__init__`` compares the device with the name of torch's private-use
+    backend (a query run for real): exact."""
 
     def forward(self, x):
         with torch.autocast(device_type=x.device.type, enabled=False):
