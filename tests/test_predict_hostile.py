@@ -18,6 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import torchlens as tl
 from torchlens.analysis import lru
+from torchlens.analysis.prediction import Prediction
 from models import hostile as H
 
 MODELS = H.hostile_models()
@@ -65,6 +66,15 @@ if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
 
 
+def exact(model: nn.Module, *inputs) -> Prediction:
+    """``tl.predict(model, *inputs)``, asserted to claim everything (no gap, no note) and to
+    agree with the capture on every op."""
+    pred = tl.predict(model, *inputs)
+    report = tl.trace(model, *inputs).check_prediction(pred)
+    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, (type(model).__name__, str(report))
+    return pred
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_no_gap_and_no_note_means_the_capture_agrees(name: str):
     model, inputs = MODELS[name]
@@ -103,9 +113,7 @@ def test_exact_where_it_says_nothing():
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
     for name in names:
         model, inputs = MODELS[name]
-        pred = tl.predict(model, *inputs)
-        report = tl.trace(model, *inputs).check_prediction(pred)
-        assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, (name, str(report))
+        exact(model, *inputs)
 
 
 def test_operator_functions_and_builtins_given_tensors_run_the_tensors_operators():
@@ -162,19 +170,13 @@ def test_conditions_on_built_lists_joined_maps_and_versions_are_decided():
 
 @pytest.mark.parametrize("sign", [1, -1])
 def test_a_name_tested_against_none_is_narrowed_and_a_pair_of_ints_is_known(sign: int):
-    model, x = H.NarrowedNone(), torch.randn(3, 4).abs() * sign
-    pred = tl.predict(model, x)
-    report = tl.trace(model, x).check_prediction(pred)
-    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+    pred = exact(H.NarrowedNone(), torch.randn(3, 4).abs() * sign)
     assert {layer.func_name: str(layer.count) for layer in pred.layers}["relu"] == "4"  # the rows of unfold's output
 
 
 def test_autocast_state_bindings_are_no_ops():
     model, inputs = MODELS["AutocastOff"]
-    pred = tl.predict(model, *inputs)
-    report = tl.trace(model, *inputs).check_prediction(pred)
-    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
-    # set_autocast_enabled_1... were predicted, and the device compared with a name it did not know
+    pred = exact(model, *inputs)  # set_autocast_enabled_1... were predicted, and a gap at a name it did not know
     assert [layer.func_name for layer in pred.layers] == ["t", "matmul", "relu"], pred.layers
 
 
@@ -193,18 +195,12 @@ def test_operators_defined_in_python_run_their_ops():
 def test_iterating_a_value_from_an_undecided_branch_runs_each_options_iteration(form: str, sign: int):
     """``xs`` is a tensor or a list, as the data decides: iterating it runs the tensor's
     ``unbind`` (0..1 times) and what follows once per item, on every path that iterates."""
-    model, x = H.IterateUnion(form), torch.randn(3, 4).abs() * sign
-    pred = tl.predict(model, x)
-    report = tl.trace(model, x).check_prediction(pred)
-    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+    exact(H.IterateUnion(form), torch.randn(3, 4).abs() * sign)
 
 
 @pytest.mark.parametrize("sign", [1, -1])
 def test_keys_of_a_dict_from_an_undecided_branch_read_it(sign: int):
-    model, x = H.KeysUnion(), torch.randn(3, 4).abs() * sign
-    pred = tl.predict(model, x)
-    report = tl.trace(model, x).check_prediction(pred)
-    assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+    exact(H.KeysUnion(), torch.randn(3, 4).abs() * sign)
 
 
 def test_while_true_with_a_data_dependent_break_predicts_n_passes():
@@ -241,9 +237,7 @@ def test_lru_cache_calls_follow_the_live_cache_and_are_a_gap_when_it_cannot_be_r
     model, x = H.Cached(), torch.randn(3, 4)
     made = []
     for _ in range(2):  # empty caches, then the ones the first trace filled
-        pred = tl.predict(model, x)
-        report = tl.trace(model, x).check_prediction(pred)
-        assert report.ok and report.coverage == 1.0 and not pred.gaps and not pred.notes, str(report)
+        pred = exact(model, x)
         made.append([layer.func_name for layer in pred.layers if layer.func_name in ("tril", "full")])
     # mask once (then a hit), scale(4), scale(1), scale(4) again (maxsize=1); then mask is a hit
     # from the start and scale's cache holds scale(4): a hit, then scale(1) and scale(4) run
