@@ -1321,7 +1321,7 @@ class Interpreter:
             if type(value.obj) in LIVE_CONTAINERS or self.views:
                 value = self.viewed(value)
                 if isinstance(value, Known) and name in MUTATORS \
-                        and isinstance(class_attr(type(value.obj), name), types.MethodDescriptorType):
+                        and isinstance(self.class_attrs(type(value.obj), name), types.MethodDescriptorType):
                     # the first write into a live dict or list (a builtin container's own method)
                     view = self.written(value, name)
                     return Opaque(f"{name} of a live {type(value.obj).__name__}") if view is None else \
@@ -2325,9 +2325,8 @@ class Interpreter:
         value = frame.locals.get(name)
         if not isinstance(value, Union):
             return []
-        some = [o for o in value.options if not (isinstance(o, Known) and o.obj is None)]
-        maybe_none = [o for o in value.options if not isinstance(o, (Known, Tensor, TensorTuple, Seq, Dict, Instance))
-                      or isinstance(o, Known) and o.obj is None]
+        some = [o for o in value.options if identical(o, NONE) is not True]
+        maybe_none = [o for o in value.options if identical(o, NONE) is not False]
         if not some or len(some) == len(value.options):
             return []
         arms = [{name: join(maybe_none)}, {name: join(some)}]

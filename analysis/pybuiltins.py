@@ -126,8 +126,8 @@ def is_pure(fn: Any) -> bool:
     if getattr(fn, "__module__", None) in PURE_MODULES and isinstance(fn, types.BuiltinFunctionType):
         return True
     receiver = getattr(fn, "__self__", None)
-    if isinstance(fn, types.BuiltinMethodType) and (isinstance(receiver, _PLAIN_RECEIVERS)
-                                                     or receiver in _PLAIN_RECEIVERS):  # dict.fromkeys
+    if isinstance(fn, types.BuiltinMethodType) and (isinstance(receiver, _PLAIN_RECEIVERS) or isinstance(
+            receiver, type) and receiver in _PLAIN_RECEIVERS):  # dict.fromkeys (compared as a class, never by ==)
         return fn.__name__ not in MUTATORS
     if isinstance(fn, types.MethodDescriptorType) and fn.__objclass__ in _PLAIN_RECEIVERS:  # dict.get(d, k)
         return fn.__name__ not in MUTATORS
