@@ -1244,15 +1244,19 @@ class Interpreter:
         return Seq(items, kind, f"built with *items it cannot list{self.where(node)}" if unlisted else "")
 
     def as_set(self, items: list[Value], node: Optional[ast.AST]) -> Seq:
-        """A set of ``items`` (a list the code's set methods change): when they are all known,
-        without duplicates in Python's order; else one whose order and duplicates are not
-        known (tensors hash by identity)."""
+        """A set of ``items``: when they are all concrete (numbers, strings, live tensors and
+        objects), without duplicates in Python's order, each item the first value that stood
+        for its object; else one whose order and duplicates are not known (tensors hash by
+        identity)."""
         plain = concrete_args(items, {})
         if plain is not None and all(hashable(obj) for obj in plain[0]):
-            return Seq([Known(obj) for obj in set(plain[0])], list)
+            first: dict[int, Value] = {}
+            for obj, item in zip(plain[0], items):
+                first.setdefault(id(obj), item)
+            return Seq([first[id(obj)] for obj in set(plain[0])], set)
         if len(items) <= 1 and not any(item is UNLISTED for item in items):
-            return Seq(items, list)
-        return Seq(items, list, f"a set: its order and duplicates are not known{self.where(node)}")
+            return Seq(items, set)
+        return Seq(items, set, f"a set: its order and duplicates are not known{self.where(node)}")
 
     def elements(self, elts: list[ast.expr], owner: ast.expr) -> list[Value]:
         """The items of a display or a call's positional arguments (``owner``: the display or
@@ -1756,18 +1760,23 @@ class Interpreter:
         stop_on = isinstance(node.op, ast.Or)  # `or` stops at the first true value
         values: list[Value] = []
         uncertain = False
+        narrowed: dict[str, Value] = {}  # what the operands so far tell of the names, where the rest run
         for expr in node.values:
             taken = tested or expr is not node.values[-1]
-            if uncertain:
-                with self.scaled(MAYBE):
+            with self.bound(narrowed):
+                if uncertain:
+                    with self.scaled(MAYBE):
+                        value, known = self.operand(expr, taken)
+                else:
                     value, known = self.operand(expr, taken)
-            else:
-                value, known = self.operand(expr, taken)
+                arms = self.narrowed(expr)
             values.append(value)
             if known is stop_on:  # every run that gets here stops here: the rest never runs
                 return (join(values) if uncertain else value), stop_on
             if known is None:
                 uncertain = True
+            if arms:
+                narrowed.update(arms[1] if stop_on else arms[0])
         return (join(values), None) if uncertain else (values[-1], not stop_on)
 
     def operand(self, node: ast.expr, tested: bool = True) -> tuple[Value, Optional[bool]]:
@@ -1783,8 +1792,12 @@ class Interpreter:
             return self.eval(node.body)
         if known is False:
             return self.eval(node.orelse)
+        arms = self.narrowed(node.test) or [{}, {}]
         with self.scaled(MAYBE):
-            return join([self.eval(node.body), self.eval(node.orelse)])
+            with self.bound(arms[0]):
+                body = self.eval(node.body)
+            with self.bound(arms[1]):
+                return join([body, self.eval(node.orelse)])
 
     # -- subscripts --------------------------------------------------------------------------
 
@@ -2312,25 +2325,65 @@ class Interpreter:
         return self.fork([node.body, node.orelse], self.narrowed(node.test))
 
     def narrowed(self, test: ast.expr) -> list[dict[str, Value]]:
-        """``name is None`` or ``name is not None`` where the local ``name`` holds a value from
-        an undecided branch that may be ``None``: its value in the arm where the test holds and
-        in the one where it fails (``None`` only where it is ``None``; elsewhere what else it may
-        be). Empty when the test narrows nothing."""
+        """The names a test narrows in the arm where it holds and in the one where it fails:
+        ``name is None`` / ``name is not None`` where the local ``name`` may be ``None`` or not
+        (:meth:`none_test`), and an ``and`` (where it holds, every operand held) or an ``or``
+        (where it fails, every operand failed) of such tests. Empty when it narrows nothing."""
+        if isinstance(test, ast.BoolOp):
+            conjunction = isinstance(test.op, ast.And)  # the arm in which every operand took one truth
+            every: dict[str, Value] = {}
+            for operand in test.values:
+                arms = self.narrowed(operand)
+                if arms:
+                    every.update(arms[0] if conjunction else arms[1])
+            if not every:
+                return []
+            return [every, {}] if conjunction else [{}, every]
+        tested = self.none_test(test)
+        if tested is None:
+            return []
+        name, holds, fails = tested
+        return [{name: holds}, {name: fails}]
+
+    def none_test(self, test: ast.expr) -> Optional[tuple[str, Value, Value]]:
+        """For ``name is None`` or ``name is not None`` where the local ``name`` holds a value
+        from undecided branches that may be ``None``: the name, its value where the test holds
+        and where it fails (``None`` where it is ``None``; elsewhere what else it may be)."""
         frame = self.frame
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
                 and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
                 and test.comparators[0].value is None and frame is not None):
-            return []
-        name = test.left.id
-        value = frame.locals.get(name)
+            return None
+        value = frame.locals.get(test.left.id)
         if not isinstance(value, Union):
-            return []
+            return None
         some = [o for o in value.options if identical(o, NONE) is not True]
         maybe_none = [o for o in value.options if identical(o, NONE) is not False]
         if not some or len(some) == len(value.options):
-            return []
-        arms = [{name: join(maybe_none)}, {name: join(some)}]
-        return arms if isinstance(test.ops[0], ast.Is) else arms[::-1]
+            return None
+        if isinstance(test.ops[0], ast.Is):
+            return test.left.id, join(maybe_none), join(some)
+        return test.left.id, join(some), join(maybe_none)
+
+    @contextmanager
+    def bound(self, names: dict[str, Value]) -> Iterator[None]:
+        """Evaluate with locals narrowed to ``names`` (an operand or arm of an expression that
+        runs only where a test narrowed them); each is restored after, unless rebound."""
+        frame = self.frame
+        if not names or frame is None:
+            yield
+            return
+        before = {name: frame.locals[name] for name in names if name in frame.locals}
+        frame.locals.update(names)
+        try:
+            yield
+        finally:
+            for name, narrowed in names.items():
+                if frame.locals.get(name) is narrowed:
+                    if name in before:
+                        frame.locals[name] = before[name]
+                    else:
+                        del frame.locals[name]
 
     def fork(self, blocks: list[list[ast.stmt]], bindings: Sequence[dict[str, Value]] = ()) -> Optional[Signal]:
         """Run arms of a branch the prediction cannot decide, each under ``0..1`` (with the
@@ -2873,8 +2926,12 @@ class Interpreter:
                     "items": [Seq([Known(k), v]) for k, v in items.items()]}
                 return Seq(listed[name], list)
         if isinstance(receiver, Seq):
-            if name in ("append", "extend", "insert", "pop", "remove", "clear"):
+            if name in ("append", "extend", "insert", "pop", "remove", "clear", "add"):
                 self.unsettled(receiver, name)
+            if name == "add" and receiver.kind is set and not receiver.unsure:
+                grown = self.as_set([*receiver.items, first], None)
+                receiver.items, receiver.unsure = grown.items, grown.unsure
+                return NONE
             if name == "append":
                 receiver.items.append(first)
                 return NONE

@@ -104,10 +104,10 @@ class Opaque(Value):
 
 @dataclass(eq=False, slots=True)
 class Seq(Value):
-    """A tuple or list built by the code being read."""
+    """A tuple, list or set built by the code being read."""
 
     items: list[Value]
-    #: ``tuple`` or ``list``.
+    #: ``tuple``, ``list`` or ``set`` (a set's items are distinct, in Python's order).
     kind: type = tuple
     #: Why its items are not known for sure (changed under a branch or loop the prediction
     #: could not decide); empty when they are. Such a list is neither iterated nor measured.
@@ -303,6 +303,9 @@ def contains(container: Value, item: Value) -> Optional[bool]:
         if item.obj in known:
             return True
         return False if len(known) == len(container.items) else None
+    if isinstance(container, Seq) and container.kind is set and isinstance(item, Tensor):
+        same = {identical(item, v) for v in container.items}  # a tensor hashes by its identity
+        return True if True in same else None if None in same else False
     return None
 
 

@@ -100,14 +100,15 @@ def test_exact_where_it_says_nothing():
     version checks with ``packaging``, sums of sizes (a live list copied and written), sets of known items, builtins of
     unknown numbers, special methods in Python reached by syntax and builtins, an input's
     metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions, names tested against ``None``,
-    functions named like a list's methods after a write into a live dict."""
+    functions named like a list's methods after a write into a live dict, ``self.dtype`` and a
+    loop over the parameters of a module registered twice (torch's memo sets)."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
-             "MutatorNames"]
+             "MutatorNames", "ParameterQueries"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -453,3 +454,9 @@ def test_gaps_with_the_same_reason_print_once_with_a_count():
     twice = "self: Opaque cannot be read (no Python source) (x2)"
     assert len(pred.gap_lines()) == len(pred.gaps) - 1 and twice in pred.gap_lines()
     assert f"  {twice}" in str(pred).splitlines()
+
+
+def test_torchs_memo_sets_skip_a_member_seen_before():
+    model, inputs = MODELS["ParameterQueries"]
+    pred = exact(model, *inputs)  # the shared Linear's two parameters once: four in all
+    assert {layer.func_name: str(layer.count) for layer in pred.layers}["sum"] == "4"

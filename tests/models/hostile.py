@@ -1192,11 +1192,21 @@ class SetComprehensions(nn.Module):
         return per_kind["a"] + per_kind["b"] + first[0] + len({row.sum() for row in x})
 
 
+def packed(mask, rows: int):
+    """transformers' ``pack_gqa`` form: an ``or`` whose second operand reads what the first
+    tested against ``None``, and an early return that leaves the rest to the tensor."""
+    if mask is None or mask.shape[0] == 1:
+        return mask
+    return mask.reshape(rows, -1)
+
+
 class NarrowedNone(nn.Module):
     """A mask that is ``None`` or a tensor as the data decides, tested ``is not None``: inside
-    the branch it is the tensor (reading its shape was said to raise, from its ``None``); and
-    ``F.unfold`` given ``dilation=1`` (torch's ``_pair``: ``itertools.repeat`` a known number of
-    times) keeps its output's shape, so a loop over its rows has a known count: exact."""
+    the branch it is the tensor (reading its shape was said to raise, from its ``None``), and so
+    in the operands of an ``and``/``or`` after the test, in the arms of an ``if`` whose test is
+    such an ``and``/``or``, and in a conditional expression; and ``F.unfold`` given
+    ``dilation=1`` (torch's ``_pair``: ``itertools.repeat`` a known number of times) keeps its
+    output's shape, so a loop over its rows has a known count: exact."""
 
     def forward(self, x):
         mask = None
@@ -1204,10 +1214,38 @@ class NarrowedNone(nn.Module):
             mask = x > 0
         if mask is not None:
             x = x.masked_fill(mask, 0.0) * mask.shape[0]
+        if mask is not None and mask.shape[1] == 4:
+            x = x + packed(mask, 2).sum()
+        rows = x.shape[0] if mask is None else mask.shape[0]
+        x = x * (mask.float() if mask is not None else rows)
         total = x.new_zeros(())
         for row in nn.functional.unfold(x[None, None], kernel_size=2, dilation=1)[0]:
             total = total + row.relu()
         return total
+
+
+class ParameterQueries(nn.Module):
+    """transformers' ``self.dtype`` (``next`` of a filtered generator over ``self.parameters()``)
+    and a loop over the parameters of a model that registers one module twice: torch's own
+    generators skip a member already in their memo set (tensors and modules hash by identity);
+    the set was a list whose ``add`` the prediction did not model: a gap and a loop of unknown
+    count. Now exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = self.a
+        self.c = nn.Linear(4, 4)
+
+    @property
+    def dtype(self):
+        return next(p.dtype for p in self.parameters() if p.is_floating_point())
+
+    def forward(self, x):
+        x = x.to(self.dtype) * torch.finfo(self.dtype).eps
+        for p in self.parameters():
+            x = x + p.sum()
+        return self.c(x) if self.c.weight in set(self.parameters()) else x
 
 
 class Shelf:
@@ -1306,7 +1344,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetsAndNumbers, Specials, SelfIterating, SequentialSubclass, OperatorFunctions, CFunctionGivenTensors,
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
-             SetComprehensions, NarrowedNone, MutatorNames, AutocastOff]
+             SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
+             ParameterQueries]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
