@@ -100,7 +100,9 @@ class Limits:
 
     ``steps`` (statements, calls and loop items interpreted) is the budget: where it ends does
     not depend on the machine or its load. ``seconds`` is an outer guard against steps that are
-    slow (time spent reading source files is not counted; ``math.inf``: no clock)."""
+    slow: the predicting thread's CPU time (``time.thread_time``: other processes taking the
+    core away do not count, so a loaded machine does not cut a prediction short; time spent
+    reading source files is not counted; ``math.inf``: no clock)."""
 
     steps: int = 1_000_000
     seconds: float = 5.0
@@ -327,7 +329,7 @@ class Interpreter:
         #: Generator bodies started by this run (closed when it ends).
         self.resumables: list[Resumable] = []
         self.limits = DEFAULT_LIMITS if limits is None else limits
-        self.deadline = time.perf_counter() + self.limits.seconds
+        self.deadline = time.thread_time() + self.limits.seconds
         self.stack: list[Any] = []
         self.mult: Count = ONE
         self.recording = True
@@ -409,7 +411,7 @@ class Interpreter:
         """Past the step budget, or (every :data:`_CLOCK_EVERY` steps) the time budget: stop."""
         if self.steps > self.limits.steps:
             raise Budget(f"stopped after {self.limits.steps:,} interpreted steps{self.where()}", "max_steps")
-        if self.steps % _CLOCK_EVERY == 0 and time.perf_counter() > self.deadline:
+        if self.steps % _CLOCK_EVERY == 0 and time.thread_time() > self.deadline:
             raise Budget(f"stopped after {self.limits.seconds:g} s{self.where()}", "max_seconds")
         self.next_check = min(self.steps - self.steps % _CLOCK_EVERY + _CLOCK_EVERY, self.limits.steps + 1)
 
@@ -978,14 +980,14 @@ class Interpreter:
         if read is not None and read[0] is code and read[1] == qualname:
             src, node = read[2], read[3]
         else:
-            started = time.perf_counter()
+            started = time.thread_time()
             try:
                 src, node = source_of_code(code, qualname)
                 self.sources[id(code)] = (code, qualname, src, node)
             except SourceUnavailableError as error:
                 missing = error
             finally:  # reading a file is bounded work: the budget counts interpretation only
-                self.deadline += time.perf_counter() - started
+                self.deadline += time.thread_time() - started
         if missing is not None:
             unread_why = unread(fn)
             if unread_why is None:  # straight-line code (exec of a string): read its instructions

@@ -38,8 +38,9 @@ def predict(model_or_class: Union[nn.Module, type], *inputs: Any, forward_kwargs
     when they have no default. A class is read
     from its source alone (``__init__`` tells its submodules). ``max_steps`` bounds the
     interpreted statements, calls and loop items (1,000,000 by default; where it stops is the
-    same on every machine), ``max_seconds`` the time spent interpreting as an outer guard (5 s
-    by default, reading source files not counted; ``math.inf``: no clock): past either the
+    same on every machine), ``max_seconds`` the CPU time spent interpreting as an outer guard (5 s
+    of the predicting thread's CPU time by default, so a loaded machine does not cut it short;
+    reading source files not counted; ``math.inf``: no clock): past either the
     prediction stops, and a gap and a note say where.
     """
     if forward_kwargs is not None:
