@@ -306,6 +306,51 @@ def test_reflected_operators_and_torch_python_functions():
     assert trace["linear_1"].params == ("lin.weight", "lin.bias")
 
 
+class ReflectedOnParameter(nn.Module):
+    """``3 * parameter``, reading the reflected operators through ``torch.Tensor`` and its subclass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(4))
+        self.seen: list = []
+
+    def forward(self, x):
+        self.seen = [torch.Tensor.__radd__, nn.Parameter.__rmul__]
+        return 3 * self.scale + x
+
+
+def test_reflected_operators_are_read_as_the_capture_s_during_it_and_torch_s_after():
+    # The capture writes them into torch.Tensor's dict and makes CPython forget what its
+    # attribute caches held (capture.patches.slot_unchanged); caches left as they were would
+    # give torch's methods during the capture and the capture's functions after it.
+    base, model = torch._C.TensorBase, ReflectedOnParameter()
+    looked_up = [torch.Tensor.__radd__, nn.Parameter.__rmul__]  # in the caches now
+    assert looked_up == [base.__radd__, base.__rmul__]
+    trace = tl.trace(model, torch.ones(4))
+    assert layers_of(trace) == [("rmul", 1), ("add", 1)]
+    assert model.seen[0] is not base.__radd__ and model.seen[1] is not base.__rmul__
+    assert [torch.Tensor.__radd__, nn.Parameter.__rmul__] == looked_up
+    assert "__rmul__" not in vars(torch.Tensor)
+    assert torch.equal(3 * nn.Parameter(torch.ones(2)), torch.full((2,), 3.0))
+
+
+def test_a_special_method_in_a_c_slot_is_patched_by_setattr_and_put_back():
+    from torchlens.capture.patches import Patches, atomic, slot_unchanged
+
+    class Number(int):
+        pass
+
+    assert slot_unchanged(torch.Tensor, "__radd__")
+    assert not slot_unchanged(Number, "__radd__")  # int's slot wrapper: setting it changes the slot
+    assert not slot_unchanged(torch.Tensor, "add")
+    patches = Patches()
+    patches.plan(Number, "__radd__", lambda self, other: "patched")
+    atomic(patches.install())()
+    assert 1 + Number(2) == "patched"
+    atomic(patches.undo())()
+    assert 1 + Number(2) == 3 and "__radd__" not in vars(Number)
+
+
 def test_position_fallback_when_no_python_frame_sits_in_between():
     class CForward(nn.Module):
         forward = torch.relu  # a C function: no Python frame under the module boundary
