@@ -16,6 +16,14 @@ both. Then peak memory (Linux): each model runs in a fresh process (raw, ``tl.tr
 and ``save="none"``), and the growth of the process's peak resident memory over the built
 model's is reported with what the trace itself holds (``trace.nbytes``).
 
+The 12-layer GPT-2 is also timed in paired rounds (:func:`paired`): a pass takes a third of a
+second, and a best-of-N of each kind timed apart moves by 10-25% with what the machine's other
+core does meanwhile (memory and cache it shares). Each round runs raw, the floor, the floor
+keeping no output, ``tl.trace`` and ``tl.trace`` with ``save="none"``; the table gives each
+kind's median ratio to raw within a round, and the page faults and system time per pass (the
+price of fresh memory for the outputs a pass keeps): what part of a trace's cost is the capture
+and what part is keeping the outputs.
+
 ``--callgrind`` counts instructions instead (``valgrind --tool=callgrind``; a count does not
 depend on the machine's load): one process runs every model but the 12-layer GPT-2 in each
 mode, a few times after warm-up runs, with the cyclic collector off, and only those runs are
@@ -33,7 +41,7 @@ caches it leaves cold would add about 0.3 ms to whatever runs next (a raw 10-op 
 measured 0.6 ms after a full collection, 0.23 ms without), a cost of the benchmark, not of any
 column.
 
-    python benchmarks/overhead.py [--repeat 7] [--no-memory] [--callgrind]
+    python benchmarks/overhead.py [--repeat 7] [--rounds 7] [--no-memory] [--callgrind]
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ import functools
 import gc
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,10 +126,12 @@ _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name",
 
 class Floor(TorchFunctionMode):
     """The bare interception: per torch call, run it, walk the frames up to the innermost
-    module boundary and append ``(func, chain, output)``. No grouping, no parents, no names."""
+    module boundary and append ``(func, chain, output)``. No grouping, no parents, no names.
+    With ``keep=False`` the output is not kept (``None`` in its place)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
         super().__init__()
+        self.keep = keep
         self.ops: list[tuple] = []
         self.stop = {id(_CALL_IMPL), id(_CALL_IMPL_INNER)}
         self.skip = {id(nn.Module._wrapped_call_impl.__code__), id(Floor.__torch_function__.__code__),
@@ -136,13 +148,13 @@ class Floor(TorchFunctionMode):
             if code not in self.skip:
                 chain.append((code, frame.f_lasti))
             frame = frame.f_back
-        self.ops.append((func, tuple(chain), out))
+        self.ops.append((func, tuple(chain), out if self.keep else None))
         return out
 
 
-def floor(model: nn.Module, inputs: tuple) -> int:
+def floor(model: nn.Module, inputs: tuple, keep: bool = True) -> int:
     """One forward pass under :class:`Floor`; returns how many calls it intercepted."""
-    with Floor() as mode:
+    with Floor(keep) as mode:
         model(*inputs)
     return len(mode.ops)
 
@@ -192,6 +204,53 @@ def timings(model: nn.Module, inputs: tuple, repeat: int, hollows: bool = True) 
     finally:
         gc.unfreeze()
     return best
+
+
+#: The model :func:`paired` measures: one pass takes a third of a second, so a best-of-N of
+#: each kind apart is at the mercy of what the machine's other core does during each pass.
+PAIRED = "GPT-2 12 layers, width 768, 128 tokens"
+
+
+def paired(rounds: int) -> list[list[str]]:
+    """:data:`PAIRED` in rounds: each round runs every kind (raw; the floor, keeping the outputs
+    and not; ``tl.trace``, saving every output and none), each timed run after an untimed one
+    of its kind, starting one kind later each round; per kind, the median over the rounds of
+    its time against raw's in the same round, the median time, and the page faults and system
+    time per timed run (memory the pass had to be given)."""
+    make_model, make_inputs = MODELS[PAIRED]
+    torch.manual_seed(0)
+    model, inputs = make_model().eval(), make_inputs()
+    nothing = tl.options.CaptureOptions(save="none")
+    kinds: dict[str, Callable[[], object]] = {
+        "raw": lambda: model(*inputs), "floor": lambda: floor(model, inputs),
+        "floor keeping no output": lambda: floor(model, inputs, keep=False),
+        "trace": lambda: tl.trace(model, *inputs), 'trace, save="none"': lambda: tl.trace(model, *inputs, capture=nothing)}
+    names = list(kinds)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    faults = dict.fromkeys(names, 0)
+    system = dict.fromkeys(names, 0.0)
+    with torch.no_grad():
+        for run in kinds.values():
+            run()
+        gc.collect()
+        gc.freeze()
+        try:
+            for number in range(rounds):
+                for name in names[number % len(names):] + names[:number % len(names)]:
+                    kinds[name]()
+                    gc.collect()
+                    before = resource.getrusage(resource.RUSAGE_THREAD)
+                    start = time.thread_time()
+                    kinds[name]()
+                    times[name].append(time.thread_time() - start)
+                    after = resource.getrusage(resource.RUSAGE_THREAD)
+                    faults[name] += after.ru_minflt - before.ru_minflt
+                    system[name] += after.ru_stime - before.ru_stime
+        finally:
+            gc.unfreeze()
+    return [[name, f"{statistics.median(t / raw for t, raw in zip(times[name], times['raw'])):.3f}x",
+             f"{statistics.median(times[name]) * 1e3:.1f}", f"{faults[name] / rounds:,.0f}",
+             f"{system[name] / rounds * 1e3:.1f}"] for name in names]
 
 
 def _status_kb(field: str) -> int:
@@ -306,6 +365,7 @@ def instruction_rows() -> list[list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per model and mode; the best is kept")
+    parser.add_argument("--rounds", type=int, default=7, help=f"rounds of the paired table ({PAIRED})")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory table")
     parser.add_argument("--callgrind", action="store_true",
                         help="count instructions (valgrind) instead of timing; no memory table")
@@ -352,6 +412,10 @@ def main() -> None:
           "floor adds)")
     print(format_table(["model", "raw us/op", "floor us/op", "trace us/op", "+read us/op", "trace/floor",
                         "+read/floor", "trace/floor added"], marginal(args.repeat)))
+    print()
+    print(f"{PAIRED}, {args.rounds} rounds of every kind (median of each round's ratio to raw; page faults "
+          "and system time per timed run)")
+    print(format_table(["kind", "/raw", "median ms", "page faults", "system ms"], paired(args.rounds)))
     if not args.no_memory:
         print()
         print("peak resident memory added by one forward pass (MB, fresh process each) and what the trace holds (MB)")
