@@ -143,7 +143,7 @@ class Signal:
     value: Value = NONE
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Frame:
     """One interpreted function call."""
 
@@ -340,6 +340,7 @@ class Interpreter:
         #: Types of plain values :meth:`wrap` gives as they are: never a stand-in, a live
         #: container nor (unless the host says so) a tensor.
         self.scalars = frozenset(t for t in (int, float, bool, str, type(None)) if not issubclass(t, host.tensor_type))
+        self.tensor_type = host.tensor_type
         #: (id(live object), attribute) -> value written by the code being read.
         self.overlay: dict[tuple[int, str], Value] = {}
         #: id(live dict or list) -> (it, the run's own copy of it): made when the code first
@@ -443,14 +444,15 @@ class Interpreter:
     def wrap(self, obj: Any) -> Value:
         """A live object as a value: tensors become :class:`Tensor`; a stand-in handed to an
         object built for real (:meth:`build_for_real`) is the value it stood in for."""
-        if type(obj) in self.scalars:
+        kind = type(obj)
+        if kind in self.scalars:
             return Known(obj)
         held = self.held.get(id(obj))
         if held is not None and held[0] is obj:
             return held[1]
         if self.views and id(obj) in self.views:
             return self.viewed(Known(obj))
-        if issubclass(type(obj), self.host.tensor_type):  # by its type: an object's own __class__ is not read
+        if issubclass(kind, self.tensor_type):  # by its type: an object's own __class__ is not read
             return Tensor(obj, self.host.stand_in(obj))
         return Known(obj)
 
@@ -1112,6 +1114,13 @@ class Interpreter:
     def eval(self, node: ast.AST) -> Value:
         kind = type(node)
         if kind is _NAME:  # the most frequent node (45% of GPT-2's), then constants: no further dispatch
+            stack = self.stack  # a local of the innermost frame (most names): read here, no call
+            if stack and not self.views:
+                top = stack[-1]
+                if type(top) is Frame:
+                    local = top.locals
+                    if node.id in local:  # type: ignore[attr-defined]
+                        return local[node.id]  # type: ignore[attr-defined]
             return self.lookup(node.id)  # type: ignore[attr-defined]
         if kind is _CONSTANT:
             return Known(node.value)  # type: ignore[attr-defined]
@@ -1317,7 +1326,10 @@ class Interpreter:
     # -- attributes --------------------------------------------------------------------------
 
     def eval_Attribute(self, node: ast.Attribute) -> Value:
-        return self.attribute(self.eval(node.value), node.attr, node)
+        value = self.eval(node.value)
+        if type(value) is Known and not self.views and type(value.obj) not in LIVE_CONTAINERS:
+            return self.known_attribute(value.obj, node.attr, node)  # what attribute() does with it, one call less
+        return self.attribute(value, node.attr, node)
 
     def attribute(self, value: Value, name: str, node: Optional[ast.AST] = None) -> Value:
         """``value.name``; a Python property is read by running its getter."""
@@ -1372,9 +1384,11 @@ class Interpreter:
     def known_attribute(self, obj: Any, name: str, node: Optional[ast.AST]) -> Value:
         """``obj.name`` of a live object, as the run has changed it (``node``: the syntax, where a
         read that raises stops the forward; ``getattr`` and ``hasattr`` pass none)."""
-        key = (id(obj), name)
-        if key in self.overlay:
-            return self.overlay[key]
+        overlay = self.overlay
+        if overlay:
+            written = overlay.get((id(obj), name))
+            if written is not None:
+                return written
         if self.views and hasattr(obj, "__dict__"):  # its __dict__ written into as a dict: the copy holds it
             held = self.viewed(Known(vars(obj)))
             if isinstance(held, Dict) and name in held.items:
@@ -1612,6 +1626,8 @@ class Interpreter:
     def truth_of(self, value: Value, node: Optional[ast.AST]) -> Optional[bool]:
         """``bool(value)`` when decidable, running the ``__bool__`` (else ``__len__``) that the
         class of an object the program built defines in Python."""
+        if type(value) is Known and type(value.obj) in _PLAIN_CLASSES:  # a plain value's: no Python runs
+            return truth(value)
         name = _python_special(value, ("__bool__", "__len__"), self.specials)
         if name is None:
             if isinstance(value, Tensor):
@@ -3373,7 +3389,8 @@ def _python_class(value: Value) -> Optional[type]:
     that runs ops: not a plain value, container or class, nor one of torch's own (tensors,
     modules and their containers: their special methods run no op the prediction misses)."""
     if isinstance(value, Known):
-        return _python_class_of(type(value.obj))  # what CPython looks special methods up on (not ``__class__``)
+        cls = type(value.obj)  # what CPython looks special methods up on (not ``__class__``)
+        return None if cls in _PLAIN_CLASSES else _python_class_of(cls)
     if isinstance(value, Instance):
         return _program_class(value.cls)
     return None
@@ -3391,6 +3408,8 @@ def _program_class(cls: type) -> Optional[type]:
 
 #: Objects whose class is never the program's: plain values, containers and classes.
 _NOT_PROGRAM = (*PLAIN, list, dict, set, type)
+#: The same classes for an exact lookup (no call) before the subclass test.
+_PLAIN_CLASSES = frozenset(_NOT_PROGRAM)
 
 
 def _enclosing_instruction(code: types.CodeType, node: ast.AST, opnames: frozenset) -> Optional[int]:
