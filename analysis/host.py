@@ -186,6 +186,12 @@ class Host:
         """Why a library function is not followed (its ops are a gap), or ``None``."""
         return None
 
+    def plain_function(self, fn: Any) -> bool:
+        """Whether a Python function is read as it is whatever its arguments and whether the
+        model runs: never skipped, unfollowed nor emulated (:meth:`skip_function`,
+        :meth:`unfollowed`, :meth:`emulate`)."""
+        return True
+
     def skip_function(self, fn: Any, running: bool = False) -> bool:
         """Whether a Python function is plumbing the prediction need not read (returns ``None``);
         ``running``: the model is running (its ops are recorded), not a class's ``__init__`` read."""

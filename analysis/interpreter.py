@@ -615,7 +615,7 @@ class Interpreter:
         found = self.found.get(id(obj))
         if found is not None and found[0] is obj:  # an op or a plain Python function, as found before in this run
             name = found[1]
-            return self.run_live_function(obj, args, kwargs) if name is None else self.call_op(name, obj, args, kwargs)
+            return self.read_function(obj, args, kwargs) if name is None else self.call_op(name, obj, args, kwargs)
         if type(obj) is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
             return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
         host = self.host
@@ -644,8 +644,8 @@ class Interpreter:
                         return self.wrap(obj(*concrete[0], **concrete[1]))
                     except Exception:  # noqa: BLE001 - the program would raise; predict nothing
                         return Opaque(f"{obj.__qualname__} raised")
-            elif not _modelled(obj) and obj not in self.handlers:  # found here whatever the arguments
-                self.found[id(obj)] = (obj, None)
+            elif not _modelled(obj) and obj not in self.handlers and host.plain_function(obj):
+                self.found[id(obj)] = (obj, None)  # read as it is whatever the arguments
             return self.run_live_function(obj, args, kwargs)
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
@@ -719,7 +719,7 @@ class Interpreter:
                 outputs: Optional[int] = 0) -> Value:
         """An op call: record it and return what it returns (``outputs``: how many tensors, when
         the caller knows better than the host: ``1`` one tensor, ``None`` an unknown number)."""
-        inputs = origins(iter([*args, *(kwargs or {}).values()]))
+        inputs = origins([*args, *kwargs.values()] if kwargs else args)
 
         def make_tensor(meta: Any) -> Value:
             event = self.emit(name)
@@ -976,6 +976,11 @@ class Interpreter:
         emulated = self.host.emulate(fn, args, kwargs)
         if emulated is not None:
             return emulated
+        return self.read_function(fn, args, kwargs)
+
+    def read_function(self, fn: types.FunctionType, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """Interpret a live Python function the host reads as it is (:meth:`Host.plain_function`)
+        from its source (opaque if there is none)."""
         missing: Optional[SourceUnavailableError] = None
         code, qualname = fn.__code__, fn.__qualname__
         read = self.sources.get(id(code))
@@ -1104,7 +1109,8 @@ class Interpreter:
 
     def call_place(self, node: ast.AST) -> None:
         """Set the current frame's place to the call instruction of ``node``."""
-        frame = self.frame
+        stack = self.stack
+        frame = stack[-1] if stack and type(stack[-1]) is Frame else self.frame  # most often the innermost entry
         if frame is not None:
             frame.at = frame.source.place(node, CALL_OPS)
 
@@ -2258,7 +2264,8 @@ class Interpreter:
         return self.make_function(node, code)
 
     def bind_name(self, name: str, value: Value) -> None:
-        frame = self.frame
+        stack = self.stack
+        frame = stack[-1] if stack and type(stack[-1]) is Frame else self.frame  # most often the innermost entry
         if frame is None:
             return
         declared = frame.declared.get(name) if frame.declared else None

@@ -230,9 +230,13 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
     #: (event, slot) -> its layer's label, and its pass where each member of its layer is one op.
     label_of = {slots[i]: label for label, members in zip(labels, groups) for i in members}
     pass_of: dict[tuple[Event, int], int] = {}
-    for members in groups:
-        if all(slots[i][0].count.exact == 1 for i in members):
-            pass_of.update((slots[i], n) for n, i in enumerate(members, 1))
+    for members in groups:  # (loops: a generator per layer costs more than the test)
+        for i in members:
+            if slots[i][0].count.exact != 1:
+                break
+        else:
+            for n, i in enumerate(members, 1):
+                pass_of[slots[i]] = n
     layers = []
     for label, members in zip(labels, groups):
         event, slot = slots[members[0]]

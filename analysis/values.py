@@ -15,7 +15,7 @@ import ast
 import types
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 __all__ = ["Value", "Known", "Tensor", "TensorTuple", "Opaque", "Seq", "Dict", "Union",
            "Function", "Bound", "Partial", "Instance", "Lazy", "PyMethod", "SuperRef", "Nature",
@@ -377,7 +377,7 @@ def element_of(source: Value) -> Value:
     return Opaque("an item of an unknown iterable")
 
 
-def origins(values: Iterator[Value]) -> tuple[tuple[Any, int], ...]:
+def origins(values: Iterable[Value]) -> tuple[tuple[Any, int], ...]:
     """``(event, slot)`` of every tensor with a known producer among ``values`` (into tuples,
     lists and dicts), in order, each once."""
     found: dict[tuple[int, int], tuple[Any, int]] = {}
@@ -385,12 +385,18 @@ def origins(values: Iterator[Value]) -> tuple[tuple[Any, int], ...]:
     todo.reverse()
     while todo:
         value = todo.pop()
-        if isinstance(value, Tensor) and value.origin is not None:
-            found.setdefault((id(value.origin[0]), value.origin[1]), value.origin)
-        elif isinstance(value, TensorTuple) and value.origin is not None:
-            for k in range(value.count or 1):
-                found.setdefault((id(value.origin), k), (value.origin, k))
-        elif isinstance(value, (Seq, Dict)):
-            items = list(value.items if isinstance(value, Seq) else value.items.values())
-            todo.extend(reversed(items))
+        kind = type(value)  # (no value class has subclasses)
+        if kind is Tensor:
+            origin = value.origin  # type: ignore[attr-defined]
+            if origin is not None:
+                found.setdefault((id(origin[0]), origin[1]), origin)
+        elif kind is TensorTuple:
+            event = value.origin  # type: ignore[attr-defined]
+            if event is not None:
+                for k in range(value.count or 1):  # type: ignore[attr-defined]
+                    found.setdefault((id(event), k), (event, k))
+        elif kind is Seq:
+            todo.extend(reversed(value.items))  # type: ignore[attr-defined]
+        elif kind is Dict:
+            todo.extend(reversed(list(value.items.values())))  # type: ignore[attr-defined]
     return tuple(found.values())

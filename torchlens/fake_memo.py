@@ -91,6 +91,13 @@ _IMMUTABLE = frozenset({int, float, bool, str, type(None), Raises, torch.Size, t
                         torch.memory_format})
 
 
+#: torch's global state a key holds, read through torch's C functions themselves (no module
+#: attribute lookups per op).
+_function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
+_autocast, _grad_enabled = torch._C._is_any_autocast_enabled, torch.is_grad_enabled
+_inference_mode, _default_dtype = torch.is_inference_mode_enabled, torch.get_default_dtype
+
+
 class _Unkeyable(Exception):
     """An argument the key cannot hold exactly."""
 
@@ -255,11 +262,9 @@ class OpMemo:
         op = _op_key(fn)
         if op is None:
             return None, inputs
-        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack() \
-                or torch._C._is_any_autocast_enabled():
+        if _function_modes() or _dispatch_modes() or _autocast():
             return None, inputs
-        parts = [op, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
-                 len(args)]
+        parts = [op, _grad_enabled(), _inference_mode(), _default_dtype(), len(args)]
         try:
             for arg in args:
                 self._arg(arg, parts, inputs, known)

@@ -442,6 +442,10 @@ class TorchHost(Host):
             return f"torch's {name} (a higher-order op or compiler: it traces what it is given) is not followed"
         return None
 
+    def plain_function(self, fn: Any) -> bool:
+        facts = self._function(fn)
+        return not (facts.skipped_running or facts.skipped_reading or facts.unfollowed or facts.emulated)
+
     def skip_function(self, fn: Any, running: bool = False) -> bool:
         """Construction-time plumbing not worth reading (``Module.__init__``; initialisers when
         reading a class's ``__init__``: while the model runs, their ops are recorded)."""
@@ -646,12 +650,14 @@ class FakeShapes:
         self._calls: dict[int, tuple[list, int]] = {}
 
     def run(self, fn: Any, args: Sequence[Value], kwargs: dict[str, Value]) -> Any:
+        plain = []
         try:
-            plain = [self._plain(a) for a in args]
+            for arg in args:  # (a loop: a comprehension is a call of its own before 3.12)
+                plain.append(self._plain(arg))
             plain_kw = {k: self._plain(v) for k, v in kwargs.items()} if kwargs else {}
         except _NoShape:
             return UNKNOWN
-        mode = self._fake_mode()
+        mode = self._mode if self._mode is not None else self._fake_mode()
         memo = self._memo
         if memo is None:
             return self._run(mode, fn, plain, plain_kw)
@@ -710,12 +716,13 @@ class FakeShapes:
         return self._mode
 
     def _plain(self, value: Value) -> Any:
-        if isinstance(value, Tensor):
-            if value.meta is not None:
-                return value.meta
+        kind = type(value)  # (no value class has subclasses)
+        if kind is Tensor:
+            if value.meta is not None:  # type: ignore[attr-defined]
+                return value.meta  # type: ignore[attr-defined]
             raise _NoShape
-        if isinstance(value, Known):
-            return value.obj
+        if kind is Known:
+            return value.obj  # type: ignore[attr-defined]
         if isinstance(value, Seq):
             return value.kind(self._plain(v) for v in value.items)
         if isinstance(value, Dict) and all(type(k) is not object for k in value.items):
