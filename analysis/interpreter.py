@@ -1568,8 +1568,10 @@ class Interpreter:
                 return Opaque(f"no tensor operator {dunder}")
             self.at_node(node, opnames)
             return self.call(self.wrap(member), args, {})
-        if isinstance(left, Known) and isinstance(right, Known) and isinstance(left.obj, PLAIN) \
-                and isinstance(right.obj, PLAIN):
+        sequences = (list, *PLAIN)  # a list's + and * make a new list without reading its items
+        if isinstance(left, Known) and isinstance(right, Known) and (
+                isinstance(left.obj, PLAIN) and isinstance(right.obj, PLAIN)
+                or op in ("add", "mul") and isinstance(left.obj, sequences) and isinstance(right.obj, sequences)):
             try:
                 return Known(CONCRETE[op](left.obj, right.obj))
             except Exception:  # noqa: BLE001 - the program would raise here; we only predict

@@ -1248,6 +1248,20 @@ class ParameterQueries(nn.Module):
         return self.c(x) if self.c.weight in set(self.parameters()) else x
 
 
+class KnownLists(nn.Module):
+    """Lists made for real from known sizes, joined by ``+`` and repeated by ``*`` (TAPAS's
+    segment shapes, ``list(index.batch_shape()) + [n] + list(vector_shape)``): the result was a
+    number the run lost track of, so the view's shape and the loop over its rows were not known
+    (a gap). Exact."""
+
+    def forward(self, x):
+        shape = list(x.shape[:1]) + list(x.shape[1:]) * 1
+        total = x.new_zeros(())
+        for row in x.view(shape):
+            total = total + row.sum()
+        return total
+
+
 class Shelf:
     """A plain Python object with a method named like a list's mutator."""
 
@@ -1345,7 +1359,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
-             ParameterQueries]
+             ParameterQueries, KnownLists]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
