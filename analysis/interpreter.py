@@ -1098,10 +1098,12 @@ class Interpreter:
             rest = {}
         if spec.kwarg is not None:
             local[spec.kwarg] = Dict(rest)
-        first_default = len(positional) - len(defaults)
-        for k, name in enumerate(positional):
-            if name not in local:
-                local[name] = defaults[k - first_default] if k >= first_default else Opaque(f"argument {name} missing")
+        if len(args) < len(positional):  # (else every positional parameter is bound)
+            first_default = len(positional) - len(defaults)
+            for k, name in enumerate(positional):
+                if name not in local:
+                    local[name] = defaults[k - first_default] if k >= first_default else \
+                        Opaque(f"argument {name} missing")
         for name in spec.kwonly:
             if name not in local:
                 local[name] = kw_defaults.get(name, Opaque(f"argument {name} missing"))
@@ -1257,7 +1259,7 @@ class Interpreter:
         items = self.elements(node.elts, node)
         if isinstance(node, ast.Set):
             return self.as_set(items, node)
-        unlisted = any(item is UNLISTED for item in items)
+        unlisted = UNLISTED in items  # by identity: values compare so
         return Seq(items, kind, f"built with *items it cannot list{self.where(node)}" if unlisted else "")
 
     def as_set(self, items: list[Value], node: Optional[ast.AST]) -> Seq:
@@ -1735,14 +1737,16 @@ class Interpreter:
 
     def eval_Compare(self, node: ast.Compare) -> Value:
         left = self.eval(node.left)
+        if len(node.ops) == 1:  # (most): its value, whose truth Python does not take here
+            return self.compare(node.ops[0], left, self.eval(node.comparators[0]), node)
         result: Value = TRUE
         for k, (op, comparator) in enumerate(zip(node.ops, node.comparators), 1 - len(node.ops)):
             right = self.eval(comparator)
             value = self.compare(op, left, right, node)
             known = self.truth_of(value, node) if k else truth(value)  # Python tests all but the last
             if known is False:
-                return value if len(node.ops) == 1 else FALSE
-            result = value if len(node.ops) == 1 or known is None else result
+                return FALSE
+            result = value if known is None else result
             left = right
         return result
 

@@ -96,6 +96,7 @@ _IMMUTABLE = frozenset({int, float, bool, str, type(None), Raises, torch.Size, t
 _function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 _autocast, _grad_enabled = torch._C._is_any_autocast_enabled, torch.is_grad_enabled
 _inference_mode, _default_dtype = torch.is_inference_mode_enabled, torch.get_default_dtype
+_STRIDED = torch.strided
 
 
 class _Unkeyable(Exception):
@@ -278,7 +279,7 @@ class OpMemo:
     def _arg(self, obj: Any, parts: list, inputs: list, known: dict) -> None:
         kind = type(obj)
         if kind is FakeTensor:
-            if obj.fake_mode is not self.mode or obj.layout is not torch.strided:  # sparse: no storage to compare
+            if obj.fake_mode is not self.mode or obj.layout is not _STRIDED:  # sparse: no storage to compare
                 raise _Unkeyable
             inputs.append(obj)
             constant = obj.constant
