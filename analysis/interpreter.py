@@ -59,7 +59,7 @@ from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_OPS, CONCRETE, CONTAINS_OPS, CONVERT_OPS,
                          FOR_ITER, FORMAT_OPS, GET_ITER, ITERATING, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS,
                          NUMERIC, PLAIN, PURE_MODULES, READS, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, TENSOR_QUERIES, UNARY,
-                         UNARY_OPS, UNPACK, WITH_ENTER, class_attr, hashable, is_pure, keep)
+                         UNARY_OPS, UNPACK, WITH_ENTER, class_attr, hashable, is_pure, keep, numbers_ufunc)
 from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
@@ -2879,6 +2879,8 @@ class Interpreter:
         if isinstance(fn, functools.partial):
             return self.call(self.wrap(fn.func), [*(self.wrap(a) for a in fn.args), *args],
                              {**{k: self.wrap(v) for k, v in fn.keywords.items()}, **kwargs})
+        if numbers_ufunc(fn, args, kwargs):
+            return self.wrap(fn(*(cast(Known, a).obj for a in args)))
         if is_pure(fn) or self.host.constant_call(fn):
             # C consumes an iterator it is given: what it runs happens here, and it reads the items
             args = [self.consumed(arg) if isinstance(arg, Lazy) else arg for arg in args]

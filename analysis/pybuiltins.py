@@ -17,6 +17,8 @@ import re
 import types
 from typing import Any, Callable
 
+from .values import Known, Value
+
 __all__ = ["BINOPS", "CONCRETE", "COMPARE", "MIRROR", "UNARY", "PLAIN", "BINARY", "SUBSCR_LOAD",
            "SUBSCR_STORE", "ATTR_LOAD", "COMPARE_OPS", "CONTAINS_OPS", "BOOL_OPS", "CONVERT_OPS", "FORMAT_OPS",
            "UNARY_OPS", "FOR_ITER", "GET_ITER", "UNPACK", "STAR_ITER", "WITH_ENTER", "MAX_UNROLL",
@@ -132,6 +134,13 @@ def is_pure(fn: Any) -> bool:
     if isinstance(fn, types.MethodDescriptorType) and fn.__objclass__ in _PLAIN_RECEIVERS:  # dict.get(d, k)
         return fn.__name__ not in MUTATORS
     return False
+
+
+def numbers_ufunc(fn: Any, args: list[Value], kwargs: dict[str, Value]) -> bool:
+    """A NumPy ufunc (``np.exp``, ``np.log``) given known plain numbers alone: computed for real
+    (a number back; with no keyword, no ``out=`` to write into)."""
+    return type(fn).__name__ == "ufunc" and not kwargs and bool(args) and all(
+        isinstance(a, Known) and isinstance(a.obj, (int, float, complex)) for a in args)
 
 
 def class_attr(cls: Any, name: str) -> Any:

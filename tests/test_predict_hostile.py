@@ -102,14 +102,14 @@ def test_exact_where_it_says_nothing():
     metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions, names tested against ``None``,
     functions named like a list's methods after a write into a live dict, ``self.dtype`` and a
     loop over the parameters of a module registered twice (torch's memo sets), lists of known
-    sizes joined by ``+``."""
+    sizes joined by ``+``, NumPy's ufuncs on numbers."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
-             "MutatorNames", "ParameterQueries", "KnownLists"]
+             "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

@@ -18,6 +18,7 @@ import operator
 import typing
 from typing import Any
 
+import numpy as np
 import torch
 import torch.utils.checkpoint
 from packaging import version
@@ -1262,6 +1263,20 @@ class KnownLists(nn.Module):
         return total
 
 
+class NumpyNumbers(nn.Module):
+    """NumPy's ufuncs on plain numbers (VITS's spline constant ``np.log(np.exp(1 - d) - 1)``,
+    Pegasus-X's ``np.log``) were C code it does not call: a gap. Computed for real now, a test
+    and a loop count on them are decided: exact."""
+
+    def forward(self, x):
+        constant = np.log(np.exp(1 - 1e-3) - 1)
+        if constant > 0:
+            x = x * constant
+        for _ in range(int(np.ceil(np.log2(8)))):
+            x = x.relu()
+        return x
+
+
 class Shelf:
     """A plain Python object with a method named like a list's mutator."""
 
@@ -1359,7 +1374,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
-             ParameterQueries, KnownLists]
+             ParameterQueries, KnownLists, NumpyNumbers]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
