@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 import types
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from types import CodeType
@@ -284,6 +284,8 @@ def _cleans_up(node: ast.AST) -> bool:
 
 #: A name not bound before a branch.
 _UNSET = object()
+#: :meth:`Interpreter.bound` where nothing is narrowed.
+_AS_IS: AbstractContextManager[None] = nullcontext()
 #: Objects an f-string formats with no side effect, and its conversions (``!s``, ``!r``, ``!a``).
 _FORMATTED = frozenset({str, int, float, bool, complex, type(None)})
 _CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda obj: obj, ord("s"): str, ord("r"): repr, ord("a"): ascii}
@@ -1315,7 +1317,7 @@ class Interpreter:
 
     def eval_Call(self, node: ast.Call) -> Value:
         fn = self.eval(node.func)
-        args = self.elements(node.args, node)
+        args = self.elements(node.args, node) if node.args else []
         kwargs: dict[str, Value] = {}
         for keyword in node.keywords:
             value = self.eval(keyword.value)
@@ -2380,10 +2382,12 @@ class Interpreter:
         """For ``name is None`` or ``name is not None`` where the local ``name`` holds a value
         from undecided branches that may be ``None``: the name, its value where the test holds
         and where it fails (``None`` where it is ``None``; elsewhere what else it may be)."""
-        frame = self.frame
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
                 and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
-                and test.comparators[0].value is None and frame is not None):
+                and test.comparators[0].value is None):
+            return None
+        frame = self.frame
+        if frame is None:
             return None
         value = frame.locals.get(test.left.id)
         if not isinstance(value, Union):
@@ -2396,14 +2400,17 @@ class Interpreter:
             return test.left.id, join(maybe_none), join(some)
         return test.left.id, join(some), join(maybe_none)
 
-    @contextmanager
-    def bound(self, names: dict[str, Value]) -> Iterator[None]:
+    def bound(self, names: dict[str, Value]) -> AbstractContextManager[None]:
         """Evaluate with locals narrowed to ``names`` (an operand or arm of an expression that
-        runs only where a test narrowed them); each is restored after, unless rebound."""
-        frame = self.frame
-        if not names or frame is None:
-            yield
-            return
+        runs only where a test narrowed them); each is restored after, unless rebound. Most
+        often nothing is narrowed: then a context that does nothing (no generator made)."""
+        frame = self.frame if names else None
+        return _AS_IS if frame is None else self.narrowing(frame, names)
+
+    @staticmethod
+    @contextmanager
+    def narrowing(frame: Frame, names: dict[str, Value]) -> Iterator[None]:
+        """:meth:`bound` where ``names`` narrow locals of ``frame``."""
         before = {name: frame.locals[name] for name in names if name in frame.locals}
         frame.locals.update(names)
         try:

@@ -310,7 +310,6 @@ def _labels_that_may_shift(slots: list[tuple[Event, int]], groups: list[list[int
     then not a claim, and a note says so.
     """
     notes = []
-    first = {i: members[0] for i, members in enumerate(groups)}
     for g, members in enumerate(groups):
         event = slots[members[0]][0]
         if event.count.lo > 0:
@@ -320,8 +319,8 @@ def _labels_that_may_shift(slots: list[tuple[Event, int]], groups: list[list[int
         # the first op that must run; where none must, any later one may be where it starts
         sure = next((i for i in members if slots[i][0].count.lo > 0), members[-1])
         name = event.name
-        between = [labels[h] for h, at in first.items() if h != g and members[0] < at < sure and
-                   slots[groups[h][0]][0].name == name]
+        between = [labels[h] for h, others in enumerate(groups) if h != g and members[0] < others[0] < sure and
+                   slots[others[0]][0].name == name]
         if between:
             notes.append(f"labels {labels[g]}, {', '.join(between)} depend on whether {labels[g]}'s first pass runs "
                          f"({event.count.note or event.why or 'it may not'}): when it does not, they are numbered "
