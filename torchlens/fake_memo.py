@@ -267,46 +267,44 @@ class OpMemo:
             return None, inputs
         parts = [op, _grad_enabled(), _inference_mode(), _default_dtype(), len(args)]
         try:
-            for arg in args:
-                self._arg(arg, parts, inputs, known)
+            self._args(args, parts, inputs, known)
             for name, value in kwargs.items():
                 parts.append(name)
-                self._arg(value, parts, inputs, known)
+                self._args((value,), parts, inputs, known)
         except _Unkeyable:
             return None, inputs
         return tuple(parts), inputs
 
-    def _arg(self, obj: Any, parts: list, inputs: list, known: dict) -> None:
-        kind = type(obj)
-        if kind is FakeTensor:
-            if obj.fake_mode is not self.mode or obj.layout is not _STRIDED:  # sparse: no storage to compare
-                raise _Unkeyable
-            inputs.append(obj)
-            constant = obj.constant
-            if constant is not None:  # (an inference tensor's writes leave no version to check)
-                if obj.is_inference():
+    def _args(self, objs: Any, parts: list, inputs: list, known: dict) -> None:
+        """Each of ``objs`` into the key, in order (one call per sequence, not per item)."""
+        for obj in objs:
+            kind = type(obj)
+            if kind is FakeTensor:
+                if obj.fake_mode is not self.mode or obj.layout is not _STRIDED:  # sparse: no storage to compare
                     raise _Unkeyable
-                parts += (kind, tensor_key(obj), _constant_key(constant))
-                return
-            entry = known.get(id(obj))
-            if entry is None or entry[0] is not obj:
-                entry = known[id(obj)] = (obj, self.token(tensor_key(obj)))
-            parts += (kind, entry[1], None)
-        elif kind in _PLAIN:
-            parts += (kind, obj)
-        elif kind is float:  # by its bits: -0.0 and 0.0 differ (a constant's value would)
-            parts += (kind, obj.hex())
-        elif kind is tuple or kind is list or kind is torch.Size:
-            parts += (kind, len(obj))
-            for item in obj:
-                self._arg(item, parts, inputs, known)
-        elif kind is slice:
-            parts.append(kind)
-            self._arg(obj.start, parts, inputs, known)
-            self._arg(obj.stop, parts, inputs, known)
-            self._arg(obj.step, parts, inputs, known)
-        else:
-            raise _Unkeyable
+                inputs.append(obj)
+                constant = obj.constant
+                if constant is not None:  # (an inference tensor's writes leave no version to check)
+                    if obj.is_inference():
+                        raise _Unkeyable
+                    parts += (kind, tensor_key(obj), _constant_key(constant))
+                    continue
+                entry = known.get(id(obj))
+                if entry is None or entry[0] is not obj:
+                    entry = known[id(obj)] = (obj, self.token(tensor_key(obj)))
+                parts += (kind, entry[1], None)
+            elif kind in _PLAIN:
+                parts += (kind, obj)
+            elif kind is float:  # by its bits: -0.0 and 0.0 differ (a constant's value would)
+                parts += (kind, obj.hex())
+            elif kind is tuple or kind is list or kind is torch.Size:
+                parts += (kind, len(obj))
+                self._args(obj, parts, inputs, known)
+            elif kind is slice:
+                parts.append(kind)
+                self._args((obj.start, obj.stop, obj.step), parts, inputs, known)
+            else:
+                raise _Unkeyable
 
     def calls(self, key: tuple) -> list[Optional[_Outcome]]:
         """What the calls with ``key`` gave, by their order in a prediction (made empty if
