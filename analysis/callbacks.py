@@ -398,9 +398,7 @@ def _reduce(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Op
     """``functools.reduce(fn, items[, initial])``: ``fn`` called from C on the running value."""
     if len(args) not in (2, 3):
         return None
-    if _for_real(run, args):
-        return None
-    fn, source = args[0], args[1]
+    fn, source = args[0], args[1]  # (known items too: reduce calls back, so it is not run for real)
     items = run.iterate(source)
     if items is None:  # a call per item (after the first without an initial value), under 0..N
         acc = args[2] if len(args) == 3 else run.element(source)

@@ -1253,13 +1253,20 @@ class KnownLists(nn.Module):
     """Lists made for real from known sizes, joined by ``+`` and repeated by ``*`` (TAPAS's
     segment shapes, ``list(index.batch_shape()) + [n] + list(vector_shape)``): the result was a
     number the run lost track of, so the view's shape and the loop over its rows were not known
-    (a gap). Exact."""
+    (a gap); ``functools.reduce(operator.mul, sizes)`` of known sizes (Reformer's axial position
+    shape) was too. Exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.axial = [4, 8]
 
     def forward(self, x):
         shape = list(x.shape[:1]) + list(x.shape[1:]) * 1
         total = x.new_zeros(())
         for row in x.view(shape):
             total = total + row.sum()
+        if x.shape[1] < functools.reduce(operator.mul, self.axial):  # Reformer's axial sizes
+            total = total * 2
         return total
 
 
