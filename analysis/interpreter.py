@@ -286,6 +286,9 @@ def _cleans_up(node: ast.AST) -> bool:
 _UNSET = object()
 #: :meth:`Interpreter.bound` where nothing is narrowed.
 _AS_IS: AbstractContextManager[None] = nullcontext()
+#: Operands of a known ``+`` or ``*`` computed for real: plain values and lists (a list's ``+``
+#: and ``*`` make a new list without reading its items).
+_JOINABLE = (list, *PLAIN)
 #: Objects an f-string formats with no side effect, and its conversions (``!s``, ``!r``, ``!a``).
 _FORMATTED = frozenset({str, int, float, bool, complex, type(None)})
 _CONVERSIONS: dict[int, Callable[[Any], Any]] = {-1: lambda obj: obj, ord("s"): str, ord("r"): repr, ord("a"): ascii}
@@ -1572,10 +1575,9 @@ class Interpreter:
                 return Opaque(f"no tensor operator {dunder}")
             self.at_node(node, opnames)
             return self.call(self.wrap(member), args, {})
-        sequences = (list, *PLAIN)  # a list's + and * make a new list without reading its items
         if isinstance(left, Known) and isinstance(right, Known) and (
                 isinstance(left.obj, PLAIN) and isinstance(right.obj, PLAIN)
-                or op in ("add", "mul") and isinstance(left.obj, sequences) and isinstance(right.obj, sequences)):
+                or op in ("add", "mul") and isinstance(left.obj, _JOINABLE) and isinstance(right.obj, _JOINABLE)):
             try:
                 return Known(CONCRETE[op](left.obj, right.obj))
             except Exception:  # noqa: BLE001 - the program would raise here; we only predict
