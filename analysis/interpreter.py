@@ -141,6 +141,22 @@ class Signal:
 
     kind: Exit
     value: Value = NONE
+    #: For :attr:`Exit.RAISE`: the exception's class, where the run knows it.
+    error: Optional[type] = None
+    #: For :attr:`Exit.RAISE`: what raised where (``"ValueError('x') raised at m.py:3 in f"``);
+    #: empty where nothing is said of it (a bare ``raise`` outside a handler the run followed).
+    site: str = ""
+
+
+class Unwinding(BaseException):
+    """A raise the run is certain of, inside a ``try`` with handlers (:attr:`Interpreter.catching`):
+    it leaves the expression and the calls it is in, up to the statement being run in the
+    innermost block (:meth:`Interpreter.exec_block`), whose :attr:`Exit.RAISE` signal it becomes;
+    so the ``try`` sees it as it sees a ``raise`` statement in its body."""
+
+    def __init__(self, signal: Signal) -> None:
+        super().__init__(signal.site)
+        self.signal = signal
 
 
 @dataclass(eq=False, slots=True)
@@ -257,7 +273,9 @@ class Resumable:
 
     def _main(self) -> None:
         try:
-            self.run.exec_block(self.body)
+            signal = self.run.exec_block(self.body)
+            if signal is not None and signal.kind is Exit.RAISE:
+                self.run.unwind(signal)  # the consumer's next() raises it, inside its try
         except _Closed:
             pass
         except BaseException as error:  # noqa: BLE001 - handed to the consumer (Budget, bugs)
@@ -325,6 +343,8 @@ class Interpreter:
         self.cut: set[CodeId] = set()
         #: ``try`` statements with handlers being run (a ``raise`` inside may be caught).
         self.catching = 0
+        #: The exceptions whose ``except`` arm is being run (what a bare ``raise`` raises again).
+        self.handling: list[Signal] = []
         #: Undecided ``break``/``return`` taken so far (a loop with one has a data-dependent end).
         self.exits = 0
         #: Code that can only raise, taken as not run so far (an undecided branch arm, loop body).
@@ -1079,6 +1099,7 @@ class Interpreter:
             signal = self.exec_block(node.body)  # type: ignore[attr-defined]
             result = signal.value if isinstance(signal, Signal) and signal.kind is Exit.RETURN else NONE
             if isinstance(signal, Signal) and signal.kind is Exit.RAISE:
+                self.unwind(signal)
                 result = Opaque(f"{code.co_name} raises")
             if frame.maybe_returns:
                 result = join([*frame.maybe_returns, result])
@@ -1415,7 +1436,8 @@ class Interpreter:
             return self.wrap(getattr(obj, name))
         except Exception as error:  # noqa: BLE001 - any failing getattr is "no such attribute" here
             if node is not None:
-                self.stops(f"reading {type(obj).__name__}.{name} raises {type(error).__name__}{self.where(node)}")
+                self.stops(f"reading {type(obj).__name__}.{name} raises {type(error).__name__}{self.where(node)}",
+                           type(error))
             return Opaque(f"{type(obj).__name__} has no attribute {name} (reading it raises)", Nature.NUMBER)
 
     def python_read(self, obj: Any, cls: type, name: str, node: Optional[ast.AST]) -> Optional[Value]:
@@ -1893,8 +1915,8 @@ class Interpreter:
         return Opaque("item of an unknown value", value.kind if isinstance(value, Opaque) else Nature.ANY)
 
     def op_raises(self, name: str, error: str) -> None:
-        """An op that raises for certain on the shapes it is given."""
-        self.stops(f"{name} raises {error}{self.where()} on the example inputs' shapes")
+        """An op that raises for certain on the shapes it is given (``error``: ``"Class: message"``)."""
+        self.stops(f"{name} raises {error}{self.where()} on the example inputs' shapes", _error_class(error))
 
     def reads(self, read: Any, args: Sequence[Value], what: str, node: Optional[ast.AST] = None) -> None:
         """Python reads a tensor among ``args`` as a plain value (``read``, a builtin such as
@@ -1903,11 +1925,14 @@ class Interpreter:
         of a tensor), the forward stops there."""
         error = self.host.read_raises(read, args)
         if error is not None:
-            self.stops(f"{what} raises {error}{self.where(node)}")
+            self.stops(f"{what} raises {error}{self.where(node)}", _error_class(error))
 
-    def stops(self, text: str) -> None:
-        """Something raises for certain (``text`` says what and where): where the run is certain
-        to reach it, nothing after it runs (a gap); elsewhere the prediction is not exact (a note)."""
+    def stops(self, text: str, error: Optional[type] = None) -> None:
+        """Something raises for certain (``text`` says what and where; ``error``: its class, when
+        known): inside a ``try`` the run reaches once, the ``try`` gets it (:meth:`unwind`); else,
+        where the run is certain to reach it, nothing after it runs (a gap); elsewhere the
+        prediction is not exact (a note)."""
+        self.unwind(Signal(Exit.RAISE, error=error, site=text))
         text += ": the forward stops there unless the exception is caught; what follows is not predicted"
         if self.catching == 0 and self.mult.lo > 0:
             self.gap(text)
@@ -1915,8 +1940,11 @@ class Interpreter:
             self.note(text)
 
     def raises(self, error: str, node: Optional[ast.AST]) -> None:
-        """An expression that raises for certain: where the exception goes is not followed."""
+        """An expression that raises ``error`` (a builtin exception's name) for certain: inside a
+        ``try`` the run reaches once, the ``try`` gets it; elsewhere where the exception goes is
+        not followed."""
         text = source_text(node) if node is not None else "an item"
+        self.unwind(Signal(Exit.RAISE, error=_error_class(error), site=f"{text} raises {error}{self.where(node)}"))
         self.note(f"{text} raises {error}{self.where(node)}: where the exception goes (an except, a with "
                   "that suppresses it) is not predicted")
 
@@ -2101,7 +2129,10 @@ class Interpreter:
             method = _EXEC.get(type(stmt))
             if method is None:
                 method = _EXEC[type(stmt)] = getattr(Interpreter, "exec_" + type(stmt).__name__, Interpreter.no_exec)
-            signal = method(self, stmt)
+            try:
+                signal = method(self, stmt)
+            except Unwinding as raised:  # raised for certain in an expression or a call: a try is around
+                return raised.signal
             if signal is not None:
                 return signal
         return None
@@ -2144,15 +2175,39 @@ class Interpreter:
         return Signal(Exit.RETURN, self.eval(node.value) if node.value is not None else NONE)
 
     def exec_Raise(self, node: ast.Raise) -> Signal:
-        return self.raising(_raised(node.exc) if node.exc is not None else None, node)
+        if node.exc is None:  # raise again the exception being handled
+            return self.raised(self.handling[-1]) if self.handling else Signal(Exit.RAISE)
+        return self.raising(_raised(node.exc), node, self.raised_class(node.exc) if self.catching else None)
 
-    def raising(self, what: Optional[str], node: ast.stmt) -> Signal:
-        """A statement that raises ``what`` where the run reaches it."""
-        if self.catching == 0 and self.mult.lo > 0 and what is not None:
-            self.gap(f"{what} raised{self.where(node)} on the path the prediction "
-                     "took: nothing after it is predicted; if the model does not raise there, pass example "
-                     "inputs (tl.predict(model, *inputs))")
-        return Signal(Exit.RAISE)
+    def raising(self, what: str, node: ast.stmt, error: Optional[type] = None) -> Signal:
+        """A statement that raises ``what`` (of class ``error``, when known) where the run reaches it."""
+        return self.raised(Signal(Exit.RAISE, error=error, site=f"{what} raised{self.where(node)}"))
+
+    def raised(self, signal: Signal) -> Signal:
+        """``signal`` (a raise) goes on from here: where nothing may catch it and the run is
+        certain to get here, nothing after it is predicted (a gap)."""
+        if self.catching == 0 and self.mult.lo > 0 and signal.site:
+            self.gap(f"{signal.site} on the path the prediction took: nothing after it is predicted; if the "
+                     "model does not raise there, pass example inputs (tl.predict(model, *inputs))")
+        return signal
+
+    def unwind(self, signal: Signal) -> None:
+        """A raise the run is certain of (``signal``) inside a ``try`` with handlers, where the
+        run gets once: it leaves what is being evaluated (:class:`Unwinding`) for the ``try``."""
+        if self.catching and self.mult.lo == 1 and self.mult.hi == 1:
+            raise Unwinding(signal)
+
+    def raised_class(self, exc: ast.expr) -> Optional[type]:
+        """The class of the exception ``raise exc`` raises, where its name says it (``E``,
+        ``E(...)``, ``errors.E(...)``: only the name is evaluated, not the arguments)."""
+        target = exc.func if isinstance(exc, ast.Call) else exc
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return None
+        value = self.eval(target)
+        obj = value.obj if isinstance(value, Known) else None
+        if isinstance(obj, BaseException):
+            return type(obj)
+        return obj if isinstance(obj, type) and issubclass(obj, BaseException) else None
 
     def exec_Break(self, node: ast.Break) -> Signal:
         return Signal(Exit.BREAK)
@@ -2310,7 +2365,7 @@ class Interpreter:
         wanted = len(targets) - (star is not None)
         if counted and items is not None and (len(items) < wanted or star is None and len(items) > wanted):
             self.stops(f"unpacking {len(items)} item{'s' * (len(items) != 1)} into {wanted}"
-                       f"{' or more' if star is not None else ''} targets raises ValueError{self.where(targets[0])}")
+                       f"{' or more' if star is not None else ''} targets raises ValueError{self.where(targets[0])}", ValueError)
         if items is None:
             items = [self.element(value)] * len(targets)
         if star is None:
@@ -2615,7 +2670,7 @@ class Interpreter:
         finally:
             self.catching -= bool(node.handlers)
         if signal is not None and signal.kind is Exit.RAISE and node.handlers:
-            signal = self.exec_block(node.handlers[0].body)
+            signal = self.caught(node, signal)
         else:
             if not self.decided_guard(start):
                 if node.handlers and len(self.events) > start:
@@ -2627,6 +2682,46 @@ class Interpreter:
                 signal = self.exec_block(node.orelse)
         final = self.exec_block(node.finalbody)
         return final if final is not None else signal
+
+    def caught(self, node: Any, signal: Signal) -> Optional[Signal]:
+        """The body of ``try`` ``node`` raised (``signal``): run the first ``except`` arm whose
+        classes take the exception's; where none does, it goes on. Where the exception's class
+        or an arm's is not known, a gap: the arms from there on are not followed."""
+        for handler in node.handlers:
+            catches = self.catches(handler.type, signal.error)
+            if catches is None:
+                self.gap(f"except{self.where(handler)}: whether it catches "
+                         f"{signal.site or 'the exception raised in its try'} is not known; the arms from there "
+                         "on are not followed")
+                return None
+            if not catches:
+                continue
+            if handler.name:
+                self.bind_name(handler.name, Opaque(f"the caught {getattr(signal.error, '__name__', 'exception')}"))
+            self.handling.append(signal)
+            try:
+                return self.exec_block(handler.body)
+            finally:
+                self.handling.pop()
+                if handler.name and self.frame is not None:
+                    self.frame.locals.pop(handler.name, None)  # as CPython deletes it
+        return self.raised(signal)
+
+    def catches(self, classes: Optional[ast.expr], error: Optional[type]) -> Optional[bool]:
+        """Whether ``except classes`` takes an exception of class ``error`` (``None``: not known)."""
+        if classes is None:
+            return True
+        value = self.eval(classes)
+        if isinstance(value, Seq):
+            items: Any = [item.obj if isinstance(item, Known) else None for item in value.items]
+        else:
+            obj = value.obj if isinstance(value, Known) else None
+            items = obj if isinstance(obj, tuple) else [obj]
+        if not all(isinstance(c, type) and issubclass(c, BaseException) for c in items):
+            return None
+        if error is None:
+            return True if BaseException in items else None
+        return issubclass(error, tuple(items))
 
     def decided_guard(self, start: int) -> bool:
         """Whether the ``try`` just run is the host's ``TypeError`` guard around ops (events from
@@ -3061,7 +3156,7 @@ class Interpreter:
         if isinstance(value, Opaque) and self.lacks(args[0], args[1].obj):
             if len(args) > 2:
                 return args[2]
-            self.stops(f"getattr of {args[1].obj!r} raises AttributeError{self.where()}")
+            self.stops(f"getattr of {args[1].obj!r} raises AttributeError{self.where()}", AttributeError)
         return value
 
     def b_hasattr(self, args: list[Value], kwargs: dict) -> Optional[Value]:
@@ -3281,6 +3376,12 @@ def _lookup(scopes: list[dict[str, Value]], name: str) -> Optional[Value]:
 
 def _name(obj: Any) -> str:
     return str(getattr(obj, "__qualname__", None) or getattr(type(obj), "__qualname__", type(obj).__name__))
+
+
+def _error_class(error: str) -> Optional[type]:
+    """The builtin exception class an error's text names (``"IndexError: ..."``), if any."""
+    cls = getattr(builtins, error.split(":", 1)[0].strip(), None)
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
 
 
 def _raised(exc: ast.expr) -> str:

@@ -34,7 +34,8 @@ REPORTED = {
     "EvalString": f"eval/exec of a string at {line_of(H.EvalString, 'eval(')}",
     "ExecString": f"eval/exec of a string at {line_of(H.ExecString, 'exec(')}",
     "MatchOnTensor": f"match at {line_of(H.MatchOnTensor, 'match ')}",
-    "TryExcept": f"try at {line_of(H.TryExcept, 'try:')}",
+    "UnknownClassRaised": f"except at {line_of(H.UnknownClassRaised, 'except ValueError:')} in "
+                          "UnknownClassRaised.forward: whether it catches self.error() raised",
     "BigWhile": f"while at {line_of(H.BigWhile, 'while ')} in BigWhile.forward ran past 10,000 passes",
     "Recurse": "recursion deeper than 24 calls",
     "Lost": "cannot be read (no Python source)",
@@ -102,14 +103,14 @@ def test_exact_where_it_says_nothing():
     metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions, names tested against ``None``,
     functions named like a list's methods after a write into a live dict, ``self.dtype`` and a
     loop over the parameters of a module registered twice (torch's memo sets), lists of known
-    sizes joined by ``+``, NumPy's ufuncs on numbers."""
+    sizes joined by ``+``, NumPy's ufuncs on numbers, raises the run is certain of taken by the except arm their class picks."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
-             "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers"]
+             "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -350,7 +351,8 @@ def test_an_assert_decided_false_a_missing_attribute_and_a_wrong_unpack_are_gaps
             "getattr": "getattr of 'absent' raises AttributeError",
             "unpack rows": "unpacking 3 items into 2 targets raises ValueError",
             "unpack outputs": "unpacking 3 items into 2 targets raises ValueError",
-            "unpack starred": "unpacking 2 items into 3 or more targets raises ValueError"}[how] in said, said
+            "unpack starred": "unpacking 2 items into 3 or more targets raises ValueError",
+            "uncaught": "ValueError('no arm takes it') raised"}[how] in said, said
 
 
 def test_a_refusal_of_the_fake_kernel_alone_is_not_a_certain_raise():

@@ -1336,7 +1336,8 @@ class WrittenUnknown(nn.Module):
 #: Statements that raise on the example inputs: the form, then the line's text.
 STATEMENTS = {"assert": "assert x.shape[0] == 5", "attribute": "return self.missing",
               "getattr": "return getattr(self, 'absent')", "unpack rows": "a, b = x",
-              "unpack outputs": "a, b = x.split(1)", "unpack starred": "a, b, c, *rest = x.shape"}
+              "unpack outputs": "a, b = x.split(1)", "unpack starred": "a, b, c, *rest = x.shape",
+              "uncaught": "raise ValueError('no arm takes it')"}
 
 
 class RaisesInPython(OneOf):
@@ -1355,9 +1356,85 @@ class RaisesInPython(OneOf):
             a, b = x
         elif self.how == "unpack outputs":
             a, b = x.split(1)
+        elif self.how == "uncaught":
+            try:
+                raise ValueError('no arm takes it')
+            except (TypeError, KeyError):
+                x = x.relu()
         else:
             a, b, c, *rest = x.shape
         return x.exp()
+
+
+class CaughtByClass(nn.Module):
+    """Raises the run is certain of, each taken by the ``except`` arm its class picks: a raise
+    statement, a raise in a called function, an op refusing the shapes, a missing attribute
+    raised again from its arm, a raise passing a ``finally``, a generator's raise."""
+
+    def check(self, x):
+        if x.dim() == 2:
+            raise KeyError("rows")
+        return x.sin()
+
+    def rows(self, x):
+        yield x.sin()
+        raise IndexError("no third row")
+
+    def forward(self, x):
+        try:
+            raise ValueError("a")
+        except TypeError:
+            x = x.relu()
+        except (KeyError, ValueError) as error:
+            x = x.sigmoid() if isinstance(error, ValueError) else x
+        try:
+            y = self.check(x)
+            y = y.cos()
+        except LookupError:
+            y = x.tanh()
+        try:
+            try:
+                z = y.view(7, 13)
+            except ValueError:
+                z = y.neg()
+        except RuntimeError:
+            z = y.abs()
+        try:
+            try:
+                w = self.missing
+            except AttributeError:
+                w = z.exp()
+                raise
+        except Exception:
+            w = z.log1p()
+        try:
+            try:
+                self.check(w)
+            finally:
+                w = w.floor()
+        except KeyError:
+            w = w.ceil()
+        try:
+            for row in self.rows(w):
+                w = w + row
+        except IndexError:
+            w = w.square()
+        return x + y + z + w
+
+
+class UnknownClassRaised(nn.Module):
+    """``raise self.error()``: the class of what it raises is not read, so whether
+    ``except ValueError`` takes it is not known (a gap, not the first arm)."""
+
+    def error(self):
+        return ValueError("made")
+
+    def forward(self, x):
+        try:
+            raise self.error()
+        except ValueError:
+            x = x.sin()
+        return x.cos()
 
 
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
@@ -1381,7 +1458,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
-             ParameterQueries, KnownLists, NumpyNumbers]
+             ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
