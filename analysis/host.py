@@ -70,12 +70,13 @@ class Host:
 
     def op_result(self, name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value],
                   make_tensor: Callable[[Any], Value],
-                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
+                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value], once: bool = False) -> Optional[Value]:
         """What an op returns: ``make_tensor(meta)``, ``make_tuple(n, metas)`` (``meta``: the
         output's stand-in, see :attr:`~analysis.values.Tensor.meta`, or ``None``), a value (a
         query's answer), or ``None`` when it returns no tensor and the answer is unknown (no op
         is recorded unless ``make_*`` was called). Raises :class:`OpRaises` when the op raises
-        for certain with these arguments."""
+        for certain with these arguments. ``once``: the run makes this call exactly once where
+        it stands, so the host may give its output's contents (:attr:`~analysis.values.Tensor.data`)."""
         return make_tensor(None)
 
     def stand_in(self, tensor: Any) -> Any:

@@ -64,8 +64,8 @@ from .sites import CodeId, Place, collapse, instruction_place
 from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
-                     concrete_args, contains, element_of, identical, join, may_hold_tensor, origins, truth,
-                     type_of)
+                     concrete_args, contains, contents_truth, element_of, identical, join, may_hold_tensor,
+                     origins, truth, type_of, without_contents)
 
 __all__ = ["Interpreter", "Frame", "Boundary", "Budget", "Limits", "Signal", "Exit"]
 
@@ -409,7 +409,9 @@ class Interpreter:
             builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.pow: self.b_pow,
             builtins.any: self.b_all_any(True), builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps,
             copy.deepcopy: self.b_deepcopy, functools.partial: self.b_partial, keep: self.b_keep,
-            builtins.eval: self.b_eval, builtins.exec: self.b_eval, **callback_handlers(self),
+            builtins.eval: self.b_eval, builtins.exec: self.b_eval, object.__new__: self.b_object_new,
+            object.__init__: self.b_object_init,
+            **callback_handlers(self),
         }
 
     # -- state -------------------------------------------------------------------------------
@@ -766,7 +768,8 @@ class Interpreter:
         if outputs != 0:
             return make_tensor(None) if outputs == 1 else make_tuple(outputs, None)
         try:
-            result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple)
+            result = self.host.op_result(name, fn, args, kwargs or {}, make_tensor, make_tuple,
+                                         once=self.mult.exact == 1)
         except OpRaises as error:
             self.op_raises(name, str(error))
             return make_tensor(None)
@@ -939,6 +942,8 @@ class Interpreter:
                 built = self.build_for_real(cls, args, kwargs)
                 if built is not None:
                     return built
+            elif running and isinstance(cls.__new__, types.FunctionType):  # its own __new__, in Python
+                return self.newly_made(cls, init, args, kwargs)
             made = self.opaque_call(cls, args, kwargs, f"constructing {cls.__qualname__}")
             if not issubclass(cls, self.host.tensor_type) and not any(
                     may_hold_tensor(v) for v in (*args, *kwargs.values())):
@@ -963,6 +968,15 @@ class Interpreter:
             finally:
                 self.recording = saved
         return instance
+
+    def newly_made(self, cls: type, init: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """``cls(...)`` where ``cls`` has a ``__new__`` in Python: as ``type.__call__`` does, its
+        ``__new__`` runs (and may raise: torch's stand-ins for what a CPU build lacks), then
+        ``__init__`` where ``__new__`` gave an instance of ``cls``."""
+        made = self.call(self.wrap(cls.__new__), [Known(cls), *args], kwargs)
+        if isinstance(made, Instance) and issubclass(made.cls, cls) and isinstance(init, types.FunctionType):
+            self.run_live_function(init, [made, *args], kwargs)
+        return made
 
     def build_for_real(self, cls: type, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
         """A dataclass with a custom ``__new__`` (``ModelOutput``, an ordered dict whose
@@ -1495,7 +1509,7 @@ class Interpreter:
                     return self.wrap(found.__func__)
                 if isinstance(found, classmethod):
                     return Bound(self.wrap(found.__func__), Known(cls))
-                if callable(found):
+                if callable(found) and not isinstance(found, types.BuiltinFunctionType):  # (object.__new__ is not bound)
                     return Bound(self.wrap(found), receiver)
                 return self.wrap(found)
         return Opaque(f"super() has no attribute {name}")
@@ -1668,7 +1682,10 @@ class Interpreter:
         if name is None:
             if isinstance(value, Tensor):
                 self.reads(builtins.bool, [value], "the truth of a tensor", node)
-            return truth(value)
+            known = truth(value)
+            if known is None and self.mult.exact == 1:  # a test on every pass reads no one pass's contents
+                known = contents_truth(value)
+            return known
         self.at_enclosing(node, BOOL_OPS)
         return truth(self.dunder(value, name, [], None, BOOL_OPS))  # type: ignore[arg-type]
 
@@ -2333,6 +2350,8 @@ class Interpreter:
         frame = stack[-1] if stack and type(stack[-1]) is Frame else self.frame  # most often the innermost entry
         if frame is None:
             return
+        if self.mult.exact != 1:  # bound on some runs only, or on each of several passes
+            value = without_contents(value)
         declared = frame.declared.get(name) if frame.declared else None
         if declared is None:
             frame.locals[name] = value
@@ -2531,7 +2550,7 @@ class Interpreter:
             options = [env.get(name, Opaque(f"{name} unbound on some path")) for env in envs]
             before = base.get(name)
             if isinstance(before, Tensor) and all(isinstance(v, Tensor) for v in options):
-                out[name] = before
+                out[name] = before if all(v is before for v in options) else without_contents(before)
             else:
                 out[name] = join(options)
         return out
@@ -3148,6 +3167,23 @@ class Interpreter:
     def b_type(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         kind = type_of(args[0], self.host.tensor_type) if len(args) == 1 else None
         return Known(kind) if kind is not None else None
+
+    def b_object_new(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``object.__new__(cls)`` (a ``__new__`` in Python calling ``super().__new__(cls)``) of
+        a plain Python class: a new object the run follows, ``__init__`` not yet run."""
+        cls = args[0].obj if len(args) == 1 and isinstance(args[0], Known) else None
+        if not isinstance(cls, type) or self.host.is_module_class(cls) or issubclass(cls, self.host.tensor_type):
+            return None
+        try:
+            object.__new__(cls)  # the layouts allow it (not a dict's or a tuple's subclass)
+        except TypeError:
+            return None
+        return Instance(cls)
+
+    def b_object_init(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``object.__init__(obj)`` of an object the run built (``super().__init__()`` up to
+        ``object``): sets nothing."""
+        return NONE if len(args) == 1 and not kwargs and isinstance(args[0], Instance) else None
 
     def b_getattr(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         if len(args) < 2 or not isinstance(args[1], Known):

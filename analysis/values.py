@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 __all__ = ["Value", "Known", "Tensor", "TensorTuple", "Opaque", "Seq", "Dict", "Union",
            "Function", "Bound", "Partial", "Instance", "Lazy", "PyMethod", "SuperRef", "Nature",
-           "NONE", "TRUE", "FALSE", "truth", "join", "same", "identical", "contains", "concrete",
+           "NONE", "TRUE", "FALSE", "truth", "contents_truth", "without_contents", "join", "same", "identical", "contains", "concrete",
            "concrete_args", "type_of", "may_hold_tensor", "element_of", "origins", "SCALARS"]
 
 
@@ -60,6 +60,10 @@ class Tensor(Value):
     #: ``(event, output slot)`` of the predicted op that produced it (``None``: an input, a
     #: parameter, or a value whose producer the run lost).
     origin: Optional[tuple[Any, int]] = None
+    #: Its exact contents (an object of the host's whose ``bool()`` is the tensor's truth), where
+    #: the host computed them from constants alone, for an op the run makes exactly once; the
+    #: host forgets them when another op may write into the tensor (see :func:`without_contents`).
+    data: Any = None
 
     @property
     def described(self) -> Any:
@@ -239,6 +243,30 @@ def truth(value: Value) -> Optional[bool]:
     return None
 
 
+def without_contents(value: Value) -> Value:
+    """``value`` without the contents of its tensors: what a name holds after code that may or
+    may not have run (a branch, a loop of unknown count), where one run's contents would stand
+    for another's."""
+    if isinstance(value, Tensor) and value.data is not None:
+        return Tensor(live=value.live, meta=value.meta, origin=value.origin)
+    if isinstance(value, Union) and any(isinstance(o, Tensor) and o.data is not None for o in value.options):
+        return Union(tuple(without_contents(o) for o in value.options))
+    return value
+
+
+def contents_truth(value: Value) -> Optional[bool]:
+    """``bool(value)`` of a tensor (or of every option) whose contents are known, else ``None``."""
+    if isinstance(value, Union):
+        answers = {contents_truth(v) for v in value.options}
+        return answers.pop() if len(answers) == 1 else None
+    if not isinstance(value, Tensor) or value.data is None:
+        return None
+    try:
+        return bool(value.data)
+    except Exception:  # noqa: BLE001 - more than one element: the read raises (said elsewhere)
+        return None
+
+
 def same(a: Value, b: Value) -> bool:
     """Whether two values stand for the same thing (any two tensors do, for joining)."""
     if a is b:
@@ -251,12 +279,16 @@ def same(a: Value, b: Value) -> bool:
 def join(values: list[Value]) -> Value:
     """One value standing for any of ``values``."""
     distinct: list[Value] = []
+    merged = False  # two tensors stand as one: neither one's contents hold for it
     for value in values:
         for option in value.options if isinstance(value, Union) else (value,):
-            if not any(same(option, seen) for seen in distinct):
+            kept = next((seen for seen in distinct if same(option, seen)), None)
+            if kept is None:
                 distinct.append(option)
+            elif kept is not option and isinstance(option, Tensor):
+                merged = True
     if len(distinct) == 1:
-        return distinct[0]
+        return without_contents(distinct[0]) if merged else distinct[0]
     if all(isinstance(v, Tensor) for v in distinct):
         return Tensor()
     return Union(tuple(distinct))

@@ -103,14 +103,16 @@ def test_exact_where_it_says_nothing():
     metadata after in-place writes, dicts built by ``dict.fromkeys``, loops over set comprehensions, names tested against ``None``,
     functions named like a list's methods after a write into a live dict, ``self.dtype`` and a
     loop over the parameters of a module registered twice (torch's memo sets), lists of known
-    sizes joined by ``+``, NumPy's ufuncs on numbers, raises the run is certain of taken by the except arm their class picks."""
+    sizes joined by ``+``, NumPy's ufuncs on numbers, raises the run is certain of taken by the except arm their class picks, tests on tensors made from constants alone,
+    classes with a ``__new__`` in Python."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
              "ShiftedWindows", "SetsAndNumbers", "Specials", "SequentialSubclass",
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
-             "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass"]
+             "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
+             "ConstantContents", "PythonNew"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -463,3 +465,21 @@ def test_torchs_memo_sets_skip_a_member_seen_before():
     model, inputs = MODELS["ParameterQueries"]
     pred = exact(model, *inputs)  # the shared Linear's two parameters once: four in all
     assert {layer.func_name: str(layer.count) for layer in pred.layers}["sum"] == "4"
+
+
+def test_tests_on_constant_contents_are_decided():
+    model, inputs = MODELS["ConstantContents"]
+    counts = {layer.func_name: str(layer.count) for layer in exact(model, *inputs).layers}
+    assert counts["relu"] == "3" and "exp" not in counts and "cos" not in counts, counts
+    assert counts["add"] == "6" and counts["view"] == "1", counts  # six rows of zeros(2 * 3, 1)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_contents_that_may_not_hold_decide_nothing(sign: int):
+    model = H.ContentsNotClaimed()
+    x = torch.randn(3, 4).abs() * sign
+    pred = tl.predict(model, x)
+    assert tl.trace(model, x).check_prediction(pred).ok
+    counts = {layer.layer_label: str(layer.count) for layer in pred.layers}
+    assert all(counts[label] == "0..1" for label in ("mul_1", "sub_1", "add_2", "div_1", "abs_1", "exp_1", "sin_1",
+                                                     "tanh_1")), counts

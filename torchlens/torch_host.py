@@ -30,6 +30,7 @@ from torchlens.analysis.values import Dict, Instance, Known, Opaque, Seq, Tensor
 from torchlens.capture.funcs import (CHECK_NAMES, HIGHER_ORDER, OP, REFLECTED, TRANSFORMS, TRANSPARENT, VIEW_PROPERTIES,
                                      classify, op_name)
 
+from .contents import Contents, known_contents
 from .fake_direct import NOT_DONE, fresh, in_place, live, on_twins
 from .fake_memo import MISS, UNKNOWN, OpMemo, Raises
 
@@ -158,6 +159,7 @@ class TorchHost(Host):
         self._constant_calls: dict[int, tuple[Any, bool]] = {}
         self._dunders = _dunder_names()
         self._shapes = FakeShapes()
+        self._contents = Contents()
 
     # -- ops ---------------------------------------------------------------------------------
 
@@ -205,18 +207,24 @@ class TorchHost(Host):
 
     def op_result(self, name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value],
                   make_tensor: Callable[[Any], Value],
-                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
-        """What the op returns, its shapes computed on fake tensors where every input is known."""
+                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value], once: bool = False) -> Optional[Value]:
+        """What the op returns, its shapes computed on fake tensors where every input is known,
+        and its contents where they are made from constants alone (:mod:`torchlens.contents`)."""
         result = self._shapes.run(fn, args, kwargs) if self._runs_on_fakes(fn) else UNKNOWN
         if type(result) is Raises:
             raise OpRaises(result.error)
+        contents = self._contents.compute(name, fn, args, kwargs, once, result)
         if _answers_a_query(name, fn, args, kwargs):
+            if known_contents(contents) and not isinstance(contents, torch.Tensor):
+                return Known(contents)
             if result is UNKNOWN:
                 return None
             if not _holds_tensor(result):  # the query's answer (size, dim)
                 return Known(result)
         if isinstance(result, torch.Tensor):
-            return make_tensor(result)
+            made = make_tensor(result)
+            self._contents.give(made, contents)
+            return made
         if isinstance(result, (tuple, list)) and result and all(isinstance(r, torch.Tensor) for r in result):
             return make_tuple(len(result), tuple(result))
         if name in _FIXED_OUTPUTS:

@@ -1281,6 +1281,81 @@ class NumpyNumbers(nn.Module):
             x = x * constant
         for _ in range(int(np.ceil(np.log2(8)))):
             x = x.relu()
+
+
+class ConstantContents(nn.Module):
+    """Tests on tensors made from constants alone (transformers' packed-sequence check on
+    position ids made by ``arange``; a flag tensor; ``item`` of a count) and sizes given as such
+    tensors: their contents are computed, so each is decided as the run decides it, and a
+    loop over rows of such a size is unrolled. Exact."""
+
+    def forward(self, x):
+        pos = torch.arange(x.shape[1])[None]
+        packed = (torch.diff(pos, prepend=pos[:, :1] - 1, dim=-1) != 1).cumsum(-1)
+        if (packed[:, -1] == 0).all():
+            x = x * 2
+        else:
+            x = x.exp()
+        if not torch.ones(3, dtype=torch.bool).all():
+            x = x.cos()
+        for _ in range(torch.tensor([1, 2]).sum().item()):
+            x = x.relu()
+        size = torch.prod(torch.tensor(list(x.shape[:1]))) * 2  # TAPAS's segment sizes: a 0-d tensor
+        for row in torch.zeros(size, 1):  # a size fakes cannot read: its contents give it
+            x = x + row
+        return x.view(list(x.shape[:1]) + list(x.shape[1:]))  # a list's + of known lists
+
+
+class ContentsNotClaimed(nn.Module):
+    """Contents that do not hold on every run: a tensor made or rebound under a branch the data
+    decides or in a loop of unknown count, written in place (``setitem``, ``add_``), joined from
+    two branches (a name, an attribute), or read on each pass of a loop; and the inputs'
+    contents, never known. Each test on them stays undecided, whatever the data."""
+
+    def forward(self, x):
+        t = torch.zeros(1)
+        if x.sum() > 0:
+            t = t + 1
+        if t:
+            x = x * 2
+        u = torch.zeros(1)
+        for _ in range(int(x.sum() > 0)):
+            u = torch.ones(1)
+        if u:
+            x = x - 1
+        v = torch.zeros(2)
+        v[0] = 1
+        if v.any():
+            x = x + 3
+        w = torch.zeros(1)
+        w.add_(x.sum().clamp(0, 1))
+        if w:
+            x = x / 2
+        z = torch.ones(1) if x.mean() > 0 else torch.zeros(1)
+        if z:
+            x = x.abs()
+        k = torch.zeros(1)
+        for _ in range(int(x.shape[0])):
+            if (k == 0).all():
+                x = x.relu()
+            k = k + 1
+        if (x > 0).all():
+            x = x.exp()
+        one, a = torch.ones(1), torch.zeros(1)
+        for _ in range(int(x.sum() > 0)):
+            a = one
+        if a:
+            x = x.sin()
+        self.flag = torch.zeros(1)
+        if x.sum() > 0:
+            self.flag = torch.ones(1)
+        if self.flag:
+            x = x.tanh()
+        self.count = torch.zeros(1)
+        for _ in range(int(x.sum() > 0) + 1):
+            if self.count:
+                x = x.sigmoid()
+            self.count = self.count + 1
         return x
 
 
@@ -1422,6 +1497,43 @@ class CaughtByClass(nn.Module):
         return x + y + z + w
 
 
+class Unavailable:
+    """Stands for what a build lacks, as torch's stand-ins do (``torch.cuda``'s on a CPU
+    build): making one raises, in its ``__new__``."""
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError(f"{cls.__name__} is not available in this build")
+
+
+class MadeByNew:
+    """A ``__new__`` in Python that makes the object and sets it up, then ``__init__``."""
+
+    def __new__(cls, factor):
+        made = super().__new__(cls)
+        made.factor = factor * 2
+        return made
+
+    def __init__(self, factor):
+        self.steps = factor
+
+
+class PythonNew(nn.Module):
+    """Classes with a ``__new__`` in Python, made in forward: one that raises inside a ``try``
+    (transformers' ``is_tracing`` probes CUDA graph capture so), one that builds the object."""
+
+    def forward(self, x):
+        try:
+            capturing = Unavailable()
+        except RuntimeError:
+            capturing = False
+        if capturing:
+            x = x.cos()
+        doubled = MadeByNew(2)
+        for _ in range(doubled.factor + doubled.steps):
+            x = x.relu()
+        return x
+
+
 class UnknownClassRaised(nn.Module):
     """``raise self.error()``: the class of what it raises is not read, so whether
     ``except ValueError`` takes it is not known (a gap, not the first arm)."""
@@ -1458,7 +1570,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReflectedOperators, ShortCircuits, NamedOutputs, ReadsOneElement, LostLeftOperand,
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
-             ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised]
+             ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
+             ConstantContents, ContentsNotClaimed, PythonNew]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))

@@ -34,6 +34,6 @@ class StandinHost(Host):
 
     def op_result(self, name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value],
                   make_tensor: Callable[[Any], Value],
-                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value]) -> Optional[Value]:
+                  make_tuple: Callable[[Optional[int], Optional[tuple]], Value], once: bool = False) -> Optional[Value]:
         make_tensor(None)  # records the event
         return args[0] if args else Known(None)
