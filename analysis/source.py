@@ -126,11 +126,13 @@ class SourceFile:
         return None
 
     def node_of(self, code: CodeType) -> Optional[ast.AST]:
-        """The scope node a live code object was compiled from (``None`` if the file changed)."""
-        for candidate in self.by_key.get((code.co_firstlineno, code.co_name), ()):
-            if candidate.co_code == code.co_code:
-                return self.nodes.get(id(candidate))
-        return None
+        """The scope node a live code object was compiled from (``None`` if the file changed):
+        the one with its bytecode, names and positions (lambdas on one line differ in their
+        names, or only in their columns), else the first with its bytecode and names (the
+        positions moved: a stale file)."""
+        alike = [c for c in self.by_key.get((code.co_firstlineno, code.co_name), ()) if _alike(c, code)]
+        found = next((c for c in alike if c.co_linetable == code.co_linetable), alike[0] if alike else None)
+        return None if found is None else self.nodes.get(id(found))
 
 
 class _File:
@@ -180,7 +182,7 @@ def source_of_code(code: CodeType, qualname: Optional[str] = None) -> tuple[Sour
         if key not in entry.defs:
             entry.defs[key] = _definition(code, entry, qualname)
         alone = entry.defs[key]
-        if alone is not None and alone[0].codes[id(alone[1])].co_code == code.co_code:
+        if alone is not None and _same_code(alone[0].codes[id(alone[1])], code):
             return alone
     if entry.whole is None:
         entry.whole = _build(code.co_filename, "".join(entry.lines))
@@ -191,6 +193,18 @@ def source_of_code(code: CodeType, qualname: Optional[str] = None) -> tuple[Sour
             "its compiled code: the file changed after it was imported; reload the module"
         )
     return entry.whole, node
+
+
+def _alike(read: CodeType, live: CodeType) -> bool:
+    """Same bytecode and names (lambdas on one line may share their bytecode, each naming its
+    own globals and attributes at the same indexes)."""
+    return read.co_code == live.co_code and read.co_names == live.co_names
+
+
+def _same_code(read: CodeType, live: CodeType) -> bool:
+    """Whether a definition read alone is the live code's: :func:`_alike`, and its positions
+    where several definitions share a first line and a name (lambdas on one line)."""
+    return _alike(read, live) and (read.co_linetable == live.co_linetable or live.co_name != "<lambda>")
 
 
 def source_file(filename: str) -> SourceFile:

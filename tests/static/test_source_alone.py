@@ -187,3 +187,22 @@ def test_a_reading_that_does_not_compile_alone_falls_back_to_the_whole_file(tmp_
     spec.loader.exec_module(mod)
     src, node = source_of_code(mod.odd.__code__, "odd")
     assert src is source_file(str(path)) and node.name == "odd"
+
+
+def test_lambdas_alike_on_one_line_are_told_apart_by_their_positions(tmp_path, monkeypatch) -> None:
+    """Lambdas on one line with the same bytecode (each names its own globals) share a first
+    line and a name: each is paired with its own node by its positions, not the first one's
+    (which read as "the source changed after it was imported")."""
+    path = tmp_path / "lambdas_model.py"
+    path.write_text("probes = dict(first=lambda v: abs(v), second=lambda v: len(v), third=lambda v: str(v))\n")
+    spec = importlib.util.spec_from_file_location("lambdas_model", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "lambdas_model", mod)
+    spec.loader.exec_module(mod)
+    columns = {}
+    for name, fn in mod.probes.items():
+        src, node = source_of_code(fn.__code__, fn.__qualname__)
+        assert src.codes[id(node)].co_linetable == fn.__code__.co_linetable, name
+        columns[name] = node.col_offset
+    line = path.read_text()
+    assert columns == {name: line.index(f"{name}=") + len(name) + 1 for name in mod.probes}
