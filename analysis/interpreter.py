@@ -333,6 +333,14 @@ UNLISTED = Opaque("*items the prediction cannot list")
 class Interpreter:
     """One abstract run (the visitor). Use :mod:`torchlens.analysis.predict`."""
 
+    #: Attributes in slots: read at a fixed offset (past 30 attributes an instance's dict makes CPython
+    #: 3.11 look each up by its hash), and methods found without an instance dict to look in first.
+    __slots__ = ("host", "events", "gaps", "notes", "cut", "catching", "exits", "unraised", "unlisted", "resumables",
+                 "limits", "deadline", "stack", "mult", "recording", "bypass_check", "steps", "next_check",
+                 "scalars", "tensor_type", "overlay", "views", "unnamed", "lru", "_keep", "sources", "held",
+                 "specials", "class_attrs", "read_plainly", "union_items", "found", "handlers", "handling",
+                 "__weakref__")
+
     def __init__(self, host: Host, limits: Optional[Limits] = None) -> None:
         self.host = host
         self.events: list[Event] = []
