@@ -135,6 +135,18 @@ class Exit(Enum):
     RAISE = "raise"
 
 
+class Callee(Enum):
+    """What a callable that is neither an op nor an intrinsic is to :meth:`Interpreter.call_known`."""
+
+    #: A plain Python function, read as it is whatever the arguments.
+    PLAIN = "plain"
+    #: Anything else (a module, a modelled builtin, a class, a function that may be called for real).
+    OTHER = "other"
+
+
+#: :attr:`Callee.PLAIN`, read as a module's name (a class's attribute is looked up the slow way on 3.11).
+_PLAIN = Callee.PLAIN
+
 @dataclass(frozen=True, slots=True)
 class Signal:
     """A block that ended early: how, and the value returned."""
@@ -401,11 +413,11 @@ class Interpreter:
             functools.partial(_reads_plainly, host, self.class_attrs, self.specials))
         #: id(union) -> (it, one value standing for any of its items), for unions iterated so far.
         self.union_items: dict[int, tuple[Union, Value]] = {}
-        #: id(callable) -> (it, its op name, or ``None`` for a plain Python function): what
+        #: id(callable) -> (it, its op name, its intrinsic, or what else it is): what
         #: :meth:`call_known` found it is, whatever the arguments (the host's answers about a
         #: callable hold for the run; a plain function is neither an intrinsic, a modelled
         #: builtin nor one called for real: it is interpreted).
-        self.found: dict[int, tuple[Any, Optional[str]]] = {}
+        self.found: dict[int, tuple[Any, str | Intrinsic | Callee]] = {}
         #: Builtins the run models itself, by the live builtin.
         self.handlers: dict[Any, Handler] = {
             builtins.len: self.b_len, builtins.isinstance: self.b_isinstance, builtins.type: self.b_type,
@@ -648,19 +660,28 @@ class Interpreter:
     def call_known(self, obj: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Call a concrete callable: an op, an intrinsic, a module, Python code or a builtin."""
         found = self.found.get(id(obj))
-        if found is not None and found[0] is obj:  # an op or a plain Python function, as found before in this run
-            name = found[1]
-            return self.read_function(obj, args, kwargs) if name is None else self.call_op(name, obj, args, kwargs)
-        if type(obj) is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
-            return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
+        if found is not None and found[0] is obj:  # as found before in this run
+            what = found[1]
+            kind = type(what)
+            if kind is str:
+                return self.call_op(what, obj, args, kwargs)  # type: ignore[arg-type]
+            if what is _PLAIN:
+                return self.read_function(obj, args, kwargs)
+            if kind is Intrinsic:
+                return self.call_intrinsic(what, obj, args, kwargs)  # type: ignore[arg-type]
+        else:
+            if type(obj) is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
+                return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
+            intrinsic = self.host.intrinsic(obj)
+            if intrinsic is not None:
+                self.found[id(obj)] = (obj, intrinsic)
+                return self.call_intrinsic(intrinsic, obj, args, kwargs)
+            name = self.host.op_name(obj)
+            if name is not None:
+                self.found[id(obj)] = (obj, name)
+                return self.call_op(name, obj, args, kwargs)
+            self.found[id(obj)] = (obj, Callee.OTHER)
         host = self.host
-        intrinsic = host.intrinsic(obj)
-        if intrinsic is not None:
-            return self.call_intrinsic(intrinsic, obj, args, kwargs)
-        name = host.op_name(obj)
-        if name is not None:
-            self.found[id(obj)] = (obj, name)
-            return self.call_op(name, obj, args, kwargs)
         if host.is_module(obj):
             return self.module_call(obj, args, kwargs)
         handled = self.call_builtin(obj, args, kwargs)
@@ -680,7 +701,7 @@ class Interpreter:
                     except Exception:  # noqa: BLE001 - the program would raise; predict nothing
                         return Opaque(f"{obj.__qualname__} raised")
             elif not _modelled(obj) and obj not in self.handlers and host.plain_function(obj):
-                self.found[id(obj)] = (obj, None)  # read as it is whatever the arguments
+                self.found[id(obj)] = (obj, _PLAIN)  # read as it is whatever the arguments
             return self.run_live_function(obj, args, kwargs)
         if isinstance(obj, type):
             return self.construct(obj, args, kwargs)
@@ -1065,13 +1086,11 @@ class Interpreter:
             except ValueError:  # an empty cell
                 closure[name] = Opaque(f"{name} is not yet bound")
         # (each comprehension is a call of its own before 3.12: none where there is nothing to read)
-        defaults = [self.wrap(d) for d in fn.__defaults__] if fn.__defaults__ else []
-        kw_defaults = {k: self.wrap(v) for k, v in fn.__kwdefaults__.items()} if fn.__kwdefaults__ else {}
         closure_id = tuple(id(getattr(c, "cell_contents", None)) for c in cells) if cells else None
         owner = closure.get("__class__")
         return self.run_code(src, node, fn.__code__, fn.__globals__, [closure], closure_id,
                              owner.obj if isinstance(owner, Known) else None,
-                             defaults, kw_defaults, args, kwargs)
+                             fn.__defaults__ or (), fn.__kwdefaults__ or {}, args, kwargs, self.wrap)
 
     def placeholder_frame(self, code: CodeType) -> Frame:
         """A frame of Python generated without source (a dataclass's ``__init__``), whose
@@ -1082,13 +1101,14 @@ class Interpreter:
         """Interpret a function defined by the code being read."""
         closure_id = tuple(id(_lookup(fn.enclosing, name)) for name in fn.code.co_freevars) or None
         return self.run_code(fn.source, fn.node, fn.code, fn.globals, fn.enclosing, closure_id, None,
-                             fn.defaults, fn.kw_defaults, args, kwargs)
+                             fn.defaults, fn.kw_defaults, args, kwargs, _as_is)
 
     def run_code(self, src: SourceFile, node: ast.AST, code: CodeType, globals_: dict,
                  enclosing: list[dict[str, Value]], closure_id: Any, owner: Optional[type],
-                 defaults: list[Value], kw_defaults: dict[str, Value], args: list[Value],
-                 kwargs: dict[str, Value]) -> Value:
-        """Bind arguments and run a function body in a new frame."""
+                 defaults: Sequence[Any], kw_defaults: dict[str, Any], args: list[Value],
+                 kwargs: dict[str, Value], default: Callable[[Any], Value]) -> Value:
+        """Bind arguments and run a function body in a new frame (``default`` makes the value
+        of a default the call takes: a live function's are wrapped only where one is taken)."""
         # frames are counted only where there can be enough of them (the stack also holds boundaries)
         depth = sum(isinstance(e, Frame) for e in self.stack) if len(self.stack) > MAX_RECURSION else 0
         same = [e for e in self.stack if isinstance(e, Frame) and e.code is code] if depth > MAX_RECURSION else []
@@ -1106,7 +1126,7 @@ class Interpreter:
         if UNLISTED in args:  # by identity: values compare so
             self.gap(f"{code.co_name} is given *items the prediction cannot list{self.where()}: which "
                      "parameters they fill is not known")
-        local = self.bind(src.parameters(node), defaults, kw_defaults, args, kwargs)
+        local = self.bind(src.parameters(node), defaults, kw_defaults, args, kwargs, default)
         frame = Frame(code, src, node, local, enclosing, globals_, closure_id, owner)
         if code.co_flags & inspect.CO_GENERATOR:  # its body runs as it is consumed
             body = Resumable(self, frame, node.body)  # type: ignore[attr-defined]
@@ -1130,9 +1150,10 @@ class Interpreter:
             self.mult = saved
             self.stack.pop()
 
-    def bind(self, spec: Parameters, defaults: list[Value], kw_defaults: dict[str, Value],
-             args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
-        """Parameters -> values, as CPython binds them (missing ones become opaque)."""
+    def bind(self, spec: Parameters, defaults: Sequence[Any], kw_defaults: dict[str, Any],
+             args: list[Value], kwargs: dict[str, Value], default: Callable[[Any], Value]) -> dict[str, Value]:
+        """Parameters -> values, as CPython binds them (missing ones become opaque; ``default``
+        makes a default's value)."""
         positional = spec.positional
         local: dict[str, Value] = dict(zip(positional, args))
         if spec.vararg is not None:
@@ -1150,11 +1171,11 @@ class Interpreter:
             first_default = len(positional) - len(defaults)
             for k, name in enumerate(positional):
                 if name not in local:
-                    local[name] = defaults[k - first_default] if k >= first_default else \
+                    local[name] = default(defaults[k - first_default]) if k >= first_default else \
                         Opaque(f"argument {name} missing")
         for name in spec.kwonly:
             if name not in local:
-                local[name] = kw_defaults.get(name, Opaque(f"argument {name} missing"))
+                local[name] = default(kw_defaults[name]) if name in kw_defaults else Opaque(f"argument {name} missing")
         return local
 
     def call_place(self, node: ast.AST) -> None:
@@ -1170,14 +1191,15 @@ class Interpreter:
     def eval(self, node: ast.AST) -> Value:
         kind = type(node)
         if kind is _NAME:  # the most frequent node (45% of GPT-2's), then constants: no further dispatch
+            name = node.id  # type: ignore[attr-defined]  # (a syntax node's attribute is read the slow way)
             stack = self.stack  # a local of the innermost frame (most names): read here, no call
             if stack and not self.views:
                 top = stack[-1]
                 if type(top) is Frame:
                     local = top.locals
-                    if node.id in local:  # type: ignore[attr-defined]
-                        return local[node.id]  # type: ignore[attr-defined]
-            return self.lookup(node.id)  # type: ignore[attr-defined]
+                    if name in local:
+                        return local[name]
+            return self.lookup(name)
         if kind is _CONSTANT:
             return Known(node.value)  # type: ignore[attr-defined]
         method = _EVAL.get(kind)
@@ -3409,6 +3431,11 @@ def init_owner(cls: type, init: Any) -> type:
         if vars(klass).get("__init__") is init:
             return klass
     return cls
+
+
+def _as_is(value: Value) -> Value:
+    """A default of a function the code defined: already a value."""
+    return value
 
 
 def _lookup(scopes: list[dict[str, Value]], name: str) -> Optional[Value]:
