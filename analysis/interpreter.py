@@ -3195,8 +3195,13 @@ class Interpreter:
             return None
 
     def b_type(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        kind = type_of(args[0], self.host.tensor_type) if len(args) == 1 else None
-        return Known(kind) if kind is not None else None
+        """``type(x)``: known where ``x``'s type is; else unknown, but no code of the program
+        runs in it (not a gap)."""
+        if len(args) != 1 or kwargs:
+            return None
+        kind = type_of(args[0], self.host.tensor_type)
+        return Known(kind) if kind is not None else Opaque(f"the type of a value the prediction lost track of{self.where()}",
+                                                                Nature.NUMBER)  # a class, not a tensor
 
     def b_object_new(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         """``object.__new__(cls)`` (a ``__new__`` in Python calling ``super().__new__(cls)``) of

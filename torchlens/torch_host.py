@@ -69,6 +69,8 @@ _TENSOR_VALUED = frozenset({"data", "grad"})
 _C_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
             types.WrapperDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType)
 _C_TYPE_SET = frozenset(_C_TYPES)
+#: The type of torch's legacy tensor constructors (``torch.IntTensor``, ``torch.FloatTensor``...).
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 #: What :meth:`TorchHost._runs_on_fakes` runs as it is (besides torch's Python functions): an op
 #: named by a string, an op overload packet, a C callable.
 _ON_FAKES = (str, torch._ops.OpOverloadPacket, *_C_TYPES)
@@ -339,6 +341,8 @@ class TorchHost(Host):
         if fn in (torch.finfo, torch.iinfo, torch.device, torch.Size, torch._C._get_tracing_state,
                   torch._C._are_functorch_transforms_active, torch._C._get_privateuse1_backend_name):
             return True
+        if isinstance(fn, _LEGACY_TENSOR_TYPE):  # torch.IntTensor([n]): a new tensor, made by no op the capture sees
+            return True
         if isinstance(fn, types.FunctionType):  # torch._dynamo.assume_constant_result: fixed for the process
             return getattr(fn, "_dynamo_marked_constant", False) is True
         name = getattr(fn, "__name__", "")
@@ -539,7 +543,7 @@ def _answers_a_query(name: str, fn: Any, args: Sequence[Value], kwargs: dict[str
     """Whether the op gives no tensor (a size, a flag, a number), whatever its inputs."""
     if name in _SHARED_NAMES:
         return getattr(fn, "__name__", "").startswith("__") if name != "type" else len(args) == 1 and not kwargs
-    return name in _NOT_TENSOR or name.startswith("is_") or name.startswith("_is_")
+    return name in _NOT_TENSOR or name.startswith(("is_", "_is_")) and _schema_outputs(name) is None  # (not _is_all_true)
 
 
 def _one_per_dimension(name: str, args: Sequence[Value], kwargs: dict[str, Value]) -> bool:

@@ -1534,6 +1534,29 @@ class PythonNew(nn.Module):
         return x
 
 
+class LegacyConstructors(nn.Module):
+    """``torch.IntTensor([n])`` and ``torch.FloatTensor(rows, 1)`` (VITS's channel count): tensors
+    made by no op the capture records, read by ops it does (``channels[0]``). The tensor was taken
+    for a number and every read of it was missed, with no gap."""
+
+    def forward(self, x):
+        channels = torch.IntTensor([x.shape[1]])
+        for _ in range(2):
+            x = x * channels[0]
+        return x + torch.FloatTensor(x.shape[0], 1).zero_()
+
+
+class DataSizedCheck(nn.Module):
+    """``torch._check_tensor_all`` of a test on a boolean-mask selection, whose size the data
+    decides (VITS's spline): its ``_is_all_true`` op was taken for a query that runs no op (it
+    was missed, with no gap), and ``type()`` of what it read was a gap."""
+
+    def forward(self, x):
+        inside = x[x > 0]
+        torch._check_tensor_all((inside.min() >= -5) & (inside.max() <= 5))
+        return x.sin()
+
+
 class UnknownClassRaised(nn.Module):
     """``raise self.error()``: the class of what it raises is not read, so whether
     ``except ValueError`` takes it is not known (a gap, not the first arm)."""
@@ -1571,7 +1594,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
-             ConstantContents, ContentsNotClaimed, PythonNew]
+             ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
