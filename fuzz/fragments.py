@@ -204,6 +204,16 @@ def context_exits(draw, model, parts):
     return _append(model, S.For(3, (S.With(index, inner),)))
 
 
+def try_except(draw, model, parts):
+    """A ``try`` whose body raises ``Stop`` at a drawn pass of a loop (the loop in the ``try``,
+    or the ``try`` in the loop), taken by its ``except`` arm: the ops before the raise run, those
+    after it do not, then the arm's."""
+    inner = (_assign(parts.expr(draw)), S.BreakIf(draw(st.integers(0, 2)), "raise"), _assign(parts.expr(draw)))
+    if draw(st.booleans()):
+        return _append(model, S.Try((S.For(3, inner),), parts.body(draw)))
+    return _append(model, S.For(3, (S.Try(inner, parts.body(draw)),)))
+
+
 def rows_and_outputs(draw, model, parts):
     """Iteration over a tensor's rows (``for``, ``map``, ``functools.reduce``) and a
     multi-output op, split and put back or unpacked."""
@@ -227,7 +237,7 @@ def shape_control(draw, model, parts):
 FRAGMENTS: dict[str, Callable] = {f.__name__: f for f in (
     helper_calls, helper_two_loops, recursion, twin_functions, exec_or_decorated, module_loop,
     module_lines, shared_parents, module_list, siamese, raw_weight, hooked_module, buffers, generator_loop,
-    context_exits, rows_and_outputs, shape_control,
+    context_exits, try_except, rows_and_outputs, shape_control,
 )}
 
 

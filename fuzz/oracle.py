@@ -148,7 +148,7 @@ class _Ctx:
     dynamic: bool = False
     #: Whether ``break`` and index branches are in reach (directly in a ``for`` body).
     in_for: bool = False
-    #: Whether a ``raise Stop()`` is in reach (in a ``with`` body of this function).
+    #: Whether a ``raise Stop()`` is in reach (in a ``with`` or ``try`` body of this function).
     in_with: bool = False
 
     def enter(self, **changes: Any) -> "_Ctx":
@@ -177,7 +177,8 @@ class _Continue(Exception):
 
 
 class _Raise(Exception):
-    """``raise Stop()``: up to the innermost ``with``, whose ``__exit__`` suppresses it."""
+    """``raise Stop()``: up to the innermost ``with`` (whose ``__exit__`` suppresses it) or
+    ``try`` (whose handler takes it)."""
 
 
 _LEAVE = {"break": _Break, "continue": _Continue, "raise": _Raise}
@@ -287,8 +288,9 @@ class _Oracle:
         if self.model.inputs not in (1, 2):
             raise SpecError(f"a model takes 1 or 2 inputs, not {self.model.inputs}")
         for path, node, ancestors in walk(self.model):  # also where it never runs (a shrunk spec)
-            if isinstance(node, S.BreakIf) and node.how == "raise" and not any(isinstance(a, S.With) for a in ancestors):
-                raise SpecError(f"raise Stop() outside a with body at {path}")
+            if isinstance(node, S.BreakIf) and node.how == "raise" and not any(
+                    isinstance(a, (S.With, S.Try)) for a in ancestors):
+                raise SpecError(f"raise Stop() outside a with or try body at {path}")
         self.root.calls = 1
         ctx = _Ctx(self.root, self.root, ("forward", "root", None))
         self._body(self.model.root.body, ctx, ("root", "body"))
@@ -401,6 +403,12 @@ class _Oracle:
                 self._body(stmt.body, inside, sub(path, "body"))
         elif isinstance(stmt, S.With):
             self._with(stmt, ctx, path)
+        elif isinstance(stmt, S.Try):
+            try:
+                self._body(stmt.body, ctx.enter(in_with=True, dynamic=ctx.dynamic or _exits(stmt.body)),
+                           sub(path, "body"))
+            except _Raise:
+                self._body(stmt.handler, ctx.enter(dynamic=True), sub(path, "handler"))
         elif isinstance(stmt, S.Unpack):
             self._expr(stmt.arg, ctx, sub(path, "arg"))
             if stmt.op not in ("max", "sort"):
@@ -425,7 +433,7 @@ class _Oracle:
             self._while(stmt, ctx, path)
         elif isinstance(stmt, S.BreakIf):
             if stmt.how not in _LEAVE or (stmt.how == "raise" and not ctx.in_with):
-                raise SpecError(f"no {stmt.how} here (raise Stop() needs an enclosing with)")
+                raise SpecError(f"no {stmt.how} here (raise Stop() needs an enclosing with or try)")
             if stmt.at is None and stmt.how == "raise":
                 self.runs[sub(path, "taken")] += 1
                 raise _Raise

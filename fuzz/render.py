@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import spec as S
+from .walk import walk
 
 TORCH, STANDIN = "torch", "standin"
 
@@ -59,8 +60,9 @@ def render(model: S.ModelSpec, dialect: str = TORCH) -> str:
         out += ["", ""] + _function(index, func, _Names(dialect, kinds))
     for index, hook in enumerate(model.hooks):
         out += ["", ""] + _hook(index, hook, _Names(dialect, kinds))
-    if model.contexts:
-        out += ["", "", "class Stop(Exception):", "    \"\"\"Leaves a with block: the __exit__ of every Cm suppresses it.\"\"\""]
+    if model.contexts or any(isinstance(node, S.Try) for _, node, _ in walk(model)):
+        out += ["", "", "class Stop(Exception):",
+                "    \"\"\"Leaves a with block (the __exit__ of every Cm suppresses it) or a try body.\"\"\""]
     for index, cm in enumerate(model.contexts):
         out += ["", ""] + _context(index, cm, _Names(dialect, kinds))
     if dialect == TORCH:
@@ -214,6 +216,8 @@ def _stmt(stmt: S.Stmt, names: _Names, depth: int) -> list[str]:
         return lines
     if isinstance(stmt, S.With):
         return _block(f"with Cm{stmt.ctx}({_expr(S.Var(), names)}) as x:", stmt.body, names, depth)
+    if isinstance(stmt, S.Try):
+        return _block("try:", stmt.body, names, depth) + _block("except Stop:", stmt.handler, names, depth)
     if isinstance(stmt, S.Unpack):
         then = "x = x * v.unsqueeze(1) + ix.unsqueeze(1)" if stmt.op == "max" else "x = v + ix"
         return _lines(pad, f"v, ix = torch.{stmt.op}({_expr(stmt.arg, names)}, dim=1)") + [pad + then]

@@ -203,9 +203,9 @@ def _glue(m: Model) -> bool:
                for _, n, a in m.nodes(S.Assign) if any(isinstance(x, S.ForModules) for x in a))
 
 
-def _left_with(m: Model, how: str) -> bool:
-    """Whether a ``break``/``continue``/``raise`` in a ``with`` body was taken."""
-    return any(n.how == how and m.ran(p + ("taken",)) and any(isinstance(x, S.With) for x in a)
+def _left_with(m: Model, how: str, block: type = S.With) -> bool:
+    """Whether a ``break``/``continue``/``raise`` in a ``with`` (or ``block``) body was taken."""
+    return any(n.how == how and m.ran(p + ("taken",)) and any(isinstance(x, block) for x in a)
                for p, n, a in m.nodes(S.BreakIf))
 
 
@@ -320,6 +320,8 @@ RULES: tuple[Rule, ...] = (
          lambda m: _left_with(m, "break")),
     Rule("with-raise", "A `with` body left by an exception `__exit__` suppresses (issue 12)",
          "fragments.context_exits", lambda m: _left_with(m, "raise")),
+    Rule("try-raise", "A `try` body left by an exception its `except` arm takes (issue 12)",
+         "fragments.try_except", lambda m: _left_with(m, "raise", S.Try)),
     Rule("map-rows", "`map` over the rows of a tensor (issue 12)", "fragments.rows_and_outputs",
          lambda m: any(True for _ in m.nodes(S.MapRows))),
     Rule("reduce-rows", "`functools.reduce` over the rows of a tensor (issue 12)", "fragments.rows_and_outputs",

@@ -18,7 +18,7 @@ from . import spec as S
 
 _EXPRS = (S.Var, S.Unary, S.Scalar, S.Binary, S.MaxSlots, S.MatParam, S.CallChild, S.CallFunc,
           S.ListComp, S.GenSum, S.MapSum, S.SumChildren, S.MultiOut, S.MapRows, S.ReduceRows, S.ReadBuffer)
-_STMTS = (S.Assign, S.For, S.ForModules, S.ForParams, S.While, S.ForGen, S.ForRows, S.With, S.Unpack, S.BreakIf,
+_STMTS = (S.Assign, S.For, S.ForModules, S.ForParams, S.While, S.ForGen, S.ForRows, S.With, S.Try, S.Unpack, S.BreakIf,
           S.IfIndex, S.IfShape, S.BufInplace, S.BufAssign)
 
 

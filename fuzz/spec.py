@@ -243,6 +243,15 @@ class With:
 
 
 @dataclass(frozen=True)
+class Try:
+    """``try: body`` then ``except Stop: handler``: a ``raise Stop()`` in ``body`` (or in a
+    ``for`` in it) leaves it for ``handler``, whose ops run in its place."""
+
+    body: tuple["Stmt", ...]
+    handler: tuple["Stmt", ...]
+
+
+@dataclass(frozen=True)
 class Unpack:
     """``v, ix = torch.<op>(e, dim=1)`` then ``x`` from both outputs: ``max`` (``x = x *
     v.unsqueeze(1) + ix.unsqueeze(1)``) or ``sort`` (``x = v + ix``)."""
@@ -254,8 +263,8 @@ class Unpack:
 @dataclass(frozen=True)
 class BreakIf:
     """``if i<d> == at: <how>`` in a ``For`` body: ``break``, ``continue`` or ``raise Stop()``
-    (in a ``With`` body, whose ``__exit__`` suppresses it). ``at`` ``None``: unconditional (a
-    ``raise`` only)."""
+    (in a ``With`` body, whose ``__exit__`` suppresses it, or a ``Try`` body, whose handler
+    takes it). ``at`` ``None``: unconditional (a ``raise`` only)."""
 
     at: Optional[int]
     how: str = "break"
@@ -298,7 +307,7 @@ class BufAssign:
     expr: Expr
 
 
-Stmt = Union[Assign, For, ForModules, ForParams, While, ForGen, ForRows, With, Unpack, BreakIf, IfIndex,
+Stmt = Union[Assign, For, ForModules, ForParams, While, ForGen, ForRows, With, Try, Unpack, BreakIf, IfIndex,
              IfShape, BufInplace, BufAssign]
 
 # --- definitions -------------------------------------------------------------------------------
@@ -407,4 +416,6 @@ def stmt_bodies(stmt: Stmt) -> tuple[tuple[Stmt, ...], ...]:
         return (stmt.body,)
     if isinstance(stmt, (IfIndex, IfShape)):
         return (stmt.then, stmt.orelse)
+    if isinstance(stmt, Try):
+        return (stmt.body, stmt.handler)
     return ()

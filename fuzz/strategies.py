@@ -71,7 +71,7 @@ class Reach:
     generators: tuple[int, ...] = ()
     #: How many context managers ``Cm<i>`` a ``with`` may use.
     contexts: int = 0
-    #: Whether ``raise Stop()`` is in reach (in a ``with`` body).
+    #: Whether ``raise Stop()`` is in reach (in a ``with`` or ``try`` body).
     in_with: bool = False
 
 
@@ -188,7 +188,7 @@ def statements(draw, reach: Reach, profile: Profile, depth: int) -> S.Stmt:
         kinds += ["for"] * 4 + ["while"] * 2
         kinds += ["modules"] * 2 * bool(reach.modulelists) + ["params"] * 2 * bool(reach.paramlists)
         kinds += ["rows", "shape-branch"] * torch + ["generator"] * 2 * bool(reach.generators)
-        kinds += ["with"] * 2 * bool(reach.contexts)
+        kinds += ["with"] * 2 * bool(reach.contexts) + ["try"]
     if reach.in_for:
         kinds += ["break", "break", "branch", "branch"] + ["continue"] * torch
     if reach.in_with:
@@ -218,6 +218,9 @@ def statements(draw, reach: Reach, profile: Profile, depth: int) -> S.Stmt:
     if kind == "with":
         inner = replace(reach, in_with=True)
         return S.With(draw(st.integers(0, reach.contexts - 1)), draw(bodies(inner, profile, depth + 1)))
+    if kind == "try":
+        inner = replace(reach, in_with=True)
+        return S.Try(draw(bodies(inner, profile, depth + 1)), draw(bodies(reach, profile, depth + 1, min_size=0)))
     if kind == "unpack":
         return S.Unpack(draw(st.sampled_from(("max", "sort"))), draw(expr))
     if kind in ("continue", "raise"):
