@@ -144,8 +144,15 @@ class Callee(Enum):
     OTHER = "other"
 
 
-#: :attr:`Callee.PLAIN`, read as a module's name (a class's attribute is looked up the slow way on 3.11).
+#: Enum members read on the hottest paths, as module names: CPython 3.11 does not specialize
+#: reading a class's attribute, so ``Exit.RETURN`` is a lookup through the metaclass every time
+#: (about four times the cost of reading a global).
 _PLAIN = Callee.PLAIN
+_RETURN, _RAISE = Exit.RETURN, Exit.RAISE
+_OP, _METHOD, _TENSOR = Member.OP, Member.METHOD, Member.TENSOR
+_CHECK = Intrinsic.CHECK
+_ANY = Nature.ANY
+
 
 @dataclass(frozen=True, slots=True)
 class Signal:
@@ -813,7 +820,7 @@ class Interpreter:
         return Opaque(f"result of {name}", Nature.NUMBER)
 
     def call_intrinsic(self, kind: Intrinsic, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        if kind is Intrinsic.CHECK:  # has_torch_function*: True under a mode, except right after a bypass
+        if kind is _CHECK:  # has_torch_function*: True under a mode, except right after a bypass
             if self.bypass_check:
                 self.bypass_check = False
                 return Known(False)
@@ -1080,13 +1087,17 @@ class Interpreter:
             return self.opaque_call(fn, args, kwargs, f"{fn.__qualname__}: module code")
         closure: dict[str, Value] = {}
         cells = fn.__closure__
+        ids: list[int] = []  # of the free variables' values (see Frame.closure_id)
         for name, cell in zip(fn.__code__.co_freevars, cells or ()):
             try:
-                closure[name] = self.wrap(cell.cell_contents)
+                contents = cell.cell_contents
             except ValueError:  # an empty cell
                 closure[name] = Opaque(f"{name} is not yet bound")
-        # (each comprehension is a call of its own before 3.12: none where there is nothing to read)
-        closure_id = tuple(id(getattr(c, "cell_contents", None)) for c in cells) if cells else None
+                ids.append(id(None))
+            else:
+                closure[name] = self.wrap(contents)
+                ids.append(id(contents))
+        closure_id = tuple(ids) if cells else None
         owner = closure.get("__class__")
         return self.run_code(src, node, fn.__code__, fn.__globals__, [closure], closure_id,
                              owner.obj if isinstance(owner, Known) else None,
@@ -1139,8 +1150,8 @@ class Interpreter:
             if isinstance(node, ast.Lambda):
                 return self.eval(node.body)
             signal = self.exec_block(node.body)  # type: ignore[attr-defined]
-            result = signal.value if isinstance(signal, Signal) and signal.kind is Exit.RETURN else NONE
-            if isinstance(signal, Signal) and signal.kind is Exit.RAISE:
+            result = signal.value if isinstance(signal, Signal) and signal.kind is _RETURN else NONE
+            if isinstance(signal, Signal) and signal.kind is _RAISE:
                 self.unwind(signal)
                 result = Opaque(f"{code.co_name} raises")
             if frame.maybe_returns:
@@ -1444,12 +1455,12 @@ class Interpreter:
 
     def tensor_attribute(self, value: Tensor, name: str, node: Optional[ast.AST]) -> Value:
         kind, what = self.host.tensor_attribute(name)
-        if kind is Member.OP:
+        if kind is _OP:
             self.at_node(node, ATTR_LOAD)
             return self.call_op(what, name, [value])
-        if kind is Member.METHOD:
+        if kind is _METHOD:
             return Bound(self.wrap(what), value)
-        if kind is Member.TENSOR:
+        if kind is _TENSOR:
             return Tensor()
         for described in (value.described, value.live):  # an input's, a parameter's or a computed shape's
             if described is not None:
@@ -1621,7 +1632,7 @@ class Interpreter:
             else:  # an option the prediction lost track of may be a tensor: said below
                 left = next((v for v in lefts if isinstance(v, Opaque) and v.kind is Nature.ANY), left)
                 right = next((v for v in rights if isinstance(v, Opaque) and v.kind is Nature.ANY), right)
-        tensor_left = isinstance(left, Tensor) or (isinstance(left, Opaque) and left.kind is Nature.ANY
+        tensor_left = isinstance(left, Tensor) or (isinstance(left, Opaque) and left.kind is _ANY
                                                    and isinstance(right, Tensor))
         if tensor_left or isinstance(right, Tensor):
             if tensor_left:
@@ -2219,7 +2230,7 @@ class Interpreter:
         self.assign(node.target, value)
 
     def exec_Return(self, node: ast.Return) -> Signal:
-        return Signal(Exit.RETURN, self.eval(node.value) if node.value is not None else NONE)
+        return Signal(_RETURN, self.eval(node.value) if node.value is not None else NONE)
 
     def exec_Raise(self, node: ast.Raise) -> Signal:
         if node.exc is None:  # raise again the exception being handled
@@ -3768,5 +3779,5 @@ def runs_on_iteration(value: Value) -> bool:
     must be the ``GET_ITER``."""
     if isinstance(value, Union):
         return any(runs_on_iteration(option) for option in value.options)
-    return isinstance(value, Tensor) or isinstance(value, Opaque) and value.kind is Nature.ANY \
+    return isinstance(value, Tensor) or isinstance(value, Opaque) and value.kind is _ANY \
         or _iterates_in_python(value)

@@ -125,7 +125,7 @@ class Prediction:
     _by_key: dict[LayerKey, PredictedLayer] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._by_label.update((layer.layer_label, layer) for layer in self.layers)
+        self._by_label.update({layer.layer_label: layer for layer in self.layers})
 
     def __getitem__(self, label: str) -> PredictedLayer:
         try:
