@@ -56,6 +56,10 @@ _Tensor = torch.Tensor
 _Size = torch.Size
 #: The keyword arguments a pending call keeps when the op took none (read, never changed).
 _NO_KWARGS: dict = {}
+#: Types of the op arguments that never are or hold a tensor, kept as they are: what the
+#: argument readers (:meth:`Capture._read_by_id`) leave alone without asking anything else.
+_ATOMS = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device, torch.Size,
+                    torch.layout, torch.memory_format})
 _getframe = sys._getframe
 _INSTALLED = Stage.INSTALLED
 _get_ident = threading.get_ident
@@ -449,7 +453,9 @@ class Capture(LeavesStack, TorchFunctionMode):
                     params: list[str]) -> list[Any]:
         """The arguments as kept, when an op's output is known by its id alone (every output is
         held, so an id found is the tensor itself; no aliased write): the common case; a
-        parameter too. Other lists, tuples and tensors go through :meth:`_read_value`."""
+        parameter too. A value of a type that never holds a tensor (:data:`_ATOMS`) is kept as
+        it is, without a type test more; other lists, tuples and tensors go through
+        :meth:`_read_value`."""
         kept: list[Any] = []
         get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
         for value in args:
@@ -466,6 +472,8 @@ class Capture(LeavesStack, TorchFunctionMode):
                 sources.append(-1)
                 kept.append(value)
                 foreign[key] = value
+            elif type(value) in _ATOMS:
+                kept.append(value)
             elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
                 kept.append(self._read_value(value, sources, parents, params))
             else:
@@ -547,11 +555,21 @@ class Capture(LeavesStack, TorchFunctionMode):
         if frame is not None and self.stack:
             back = frame.f_back
             code = frame.f_code
-            if back is not None and back.f_code is _CALL_IMPL and id(code) not in self.roles:
-                # torch called straight from a module's forward: the common case, made cheap
-                call = self.stack[-1]
-                site = self.interner.sites.get((id(code), frame.f_lasti)) or self.interner.frame_site(frame)
-                return self.raw.calls[call][0], call, site
+            if back is not None and id(code) not in self.roles:
+                if back.f_code is _CALL_IMPL:
+                    # torch called straight from a module's forward: the common case, made cheap
+                    call = self.stack[-1]
+                    site = self.interner.sites.get((id(code), frame.f_lasti)) or self.interner.frame_site(frame)
+                    return self.raw.calls[call][0], call, site
+                outer = back.f_back
+                if (outer is not None and outer.f_code is _CALL_IMPL and self.fast
+                        and id(back.f_code) not in self.roles):
+                    # one function between forward and torch (``F.layer_norm``, a helper): the raw
+                    # key :func:`read_raw` would read, without the walk
+                    call = self.stack[-1]
+                    raw = (id(code), frame.f_lasti, id(back.f_code), back.f_lasti)
+                    site = self.interner.sites.get(raw) or self.interner.site(raw, frame, self.roles)
+                    return self.raw.calls[call][0], call, site
         raw, stop = read_raw(frame, self.roles)
         level = len(self.stack) - 1
         if stop is not None and stop.f_code is not _CALL_IMPL_INNER and raw and level >= 0:

@@ -288,3 +288,39 @@ def test_call_inputs_of_one_tensor_is_the_general_answer() -> None:
     for args, kwargs, expected in [((made,), {}, [7]), ((param,), {}, []), ((made, made), {}, [7]),
                                    ((), {"x": made}, [7]), (([made, param], None), {"y": (made,)}, [7])]:
         assert boundary.call_inputs(capture_, args, kwargs) == expected
+
+
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def _through(x: torch.Tensor) -> torch.Tensor:
+    return _twice(x)
+
+
+class Helpers(nn.Module):
+    """Ops one function away from ``forward`` (``F.relu``'s ``torch.relu``, a helper's ``mul``),
+    and one two functions away."""
+
+    def forward(self, x):
+        return _twice(F.relu(x)) + _through(x)
+
+
+def test_a_site_one_function_away_is_found_without_walking_the_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op called from one Python function that ``forward`` called gets its call site from the
+    two frames alone (``Capture._site``); only the deeper chain is walked (``read_raw``); the
+    capture is the one the general paths give."""
+    walked: list[int] = []
+    original = session.read_raw
+    monkeypatch.setattr(session, "read_raw", lambda frame, roles: walked.append(1) or original(frame, roles))
+    x = torch.randn(3, 4)
+    fast = capture_forward(Helpers(), (x,), {})
+    assert len(walked) == 1  # the mul inside _twice inside _through
+    walked.clear()
+    with monkeypatch.context() as patched:
+        general_paths(patched)
+        general = capture_forward(Helpers(), (x,), {})
+    assert len(walked) == 3
+    assert_same(fast, general)
+    assert len({op.site for op in fast.ops if op.kind is OP}) == 4
+
