@@ -14,6 +14,7 @@ from torch import nn
 import torchlens.api as api
 from models import cases as C
 from torchlens.persistence import dumps, loads
+from torchlens.recording import record
 from torchlens.trace import Trace
 
 
@@ -97,3 +98,16 @@ def test_a_missing_attribute_is_an_attribute_error_before_and_after_the_build():
         assert trace._later is not None
     len(trace)
     assert trace._later is None and not hasattr(trace, "no_such_field")
+
+
+def test_a_trace_keeps_its_capture_without_a_copy_and_without_the_model_output(monkeypatch):
+    """``tl.trace`` cooks the capture it made itself as it is (no copy: nothing else holds it),
+    without the model's return value; a capture cooked again (a ``Recording``'s) is copied."""
+    copies = []
+    monkeypatch.setattr(api, "replace",
+                        lambda *args, **changes: copies.append(changes) or dataclasses.replace(*args, **changes))
+    trace = unread(Batch().eval(), torch.randn(3, 4))
+    assert not copies
+    assert trace.layers[-1].is_output and trace.ops[-1].out is not None
+    recording = record(Batch().eval(), torch.randn(3, 4), predicate=lambda info: info.func_name == "relu")
+    assert recording.to_trace().layers and copies == [{"output": None, "selected": []}]

@@ -58,6 +58,7 @@ def trace(
         predicted = predict(model, *inputs, forward_kwargs=forward_kwargs)
     raw = capture_forward(model, inputs, dict(forward_kwargs or {}), options.save,
                           options.capture_container_structure, options.save_gradients)
+    raw.output, raw.selected = None, []  # this capture is the trace's alone: what it keeps (cook)
     result = cook(model, raw, options, forward_kwargs or {})
     if check_prediction:  # the same records again, with the report of checking them
         result = replace(result, prediction=result.check_prediction(predicted))
@@ -74,7 +75,8 @@ def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: M
     hold when they are saved)."""
     params = raw.params if params is None else params
     assert params is not None, "a torch capture reads the parameters (capture_forward), a JAX one passes them"
-    kept = replace(raw, output=None, selected=[])
+    # A capture kept by someone else too (a Recording cooks its own again) is copied without them.
+    kept = raw if raw.output is None and not raw.selected else replace(raw, output=None, selected=[])
     kwargs = dict(forward_kwargs)
 
     def build() -> dict[str, Any]:
