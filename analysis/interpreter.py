@@ -2733,10 +2733,13 @@ class Interpreter:
             signal = self.caught(node, signal)
         else:
             if not self.decided_guard(start):
-                if node.handlers and len(self.events) > start:
+                # an arm that can only raise again leaves the forward (as a branch arm that can only raise)
+                handlers = [handler for handler in node.handlers if not _always_raises(handler.body)]
+                self.unraised += len(node.handlers) - len(handlers)
+                if handlers and len(self.events) > start:
                     self.note(f"try{self.where(node)}: predicted as not raising; if an op in it raises, the "
                               "ops after it do not run and its except arm runs (predicted as optional)")
-                for handler in node.handlers:  # an op may raise where the prediction cannot tell
+                for handler in handlers:  # an op may raise where the prediction cannot tell
                     self.fork([[], handler.body])
             if signal is None:
                 signal = self.exec_block(node.orelse)

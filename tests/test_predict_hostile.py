@@ -104,7 +104,7 @@ def test_exact_where_it_says_nothing():
     functions named like a list's methods after a write into a live dict, ``self.dtype`` and a
     loop over the parameters of a module registered twice (torch's memo sets), lists of known
     sizes joined by ``+``, NumPy's ufuncs on numbers, raises the run is certain of taken by the except arm their class picks, tests on tensors made from constants alone,
-    classes with a ``__new__`` in Python, torch's legacy constructors, checks on data-sized selections."""
+    classes with a ``__new__`` in Python, torch's legacy constructors, checks on data-sized selections, a try whose arm only raises again."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -112,7 +112,8 @@ def test_exact_where_it_says_nothing():
              "InputWritten", "OperatorFunctions", "ShortCircuits", "NamedOutputs", "ReadsOneElement", "Asserts",
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
-             "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck"]
+             "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
+             "ReraisingArm"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

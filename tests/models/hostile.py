@@ -1557,6 +1557,24 @@ class DataSizedCheck(nn.Module):
         return x.sin()
 
 
+class ReraisingArm(nn.Module):
+    """A ``try`` whose only ``except`` arm raises again with a clearer message (LayoutLM's bbox
+    lookup): if an op in it raises, the forward stops, so it is predicted as not raising with
+    no note, as a branch arm that can only raise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, x):
+        ids = torch.arange(x.shape[0]) % 10
+        try:
+            rows = self.emb(ids)
+        except IndexError as error:
+            raise IndexError("ids should be within 0-9") from error
+        return x + rows.sum()
+
+
 class UnknownClassRaised(nn.Module):
     """``raise self.error()``: the class of what it raises is not read, so whether
     ``except ValueError`` takes it is not known (a gap, not the first arm)."""
@@ -1594,7 +1612,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              Asserts, OutsideData, ConstantProbe, BuiltContainers, WrittenUnknown,
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
-             ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck]
+             ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
+             ReraisingArm]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
