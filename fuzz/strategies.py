@@ -15,7 +15,7 @@ The ``standin`` dialect keeps the constructs that run over plain Python with sta
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import lru_cache
 from typing import Optional, Sequence
 
@@ -73,6 +73,21 @@ class Reach:
     contexts: int = 0
     #: Whether ``raise Stop()`` is in reach (in a ``with`` or ``try`` body).
     in_with: bool = False
+
+
+def rows_body_reach(arg: S.Expr, reach: Reach) -> Reach:
+    """What the body of ``for r in arg`` may use: no buffer where ``arg`` reads one. Its rows may
+    be views of the buffer (``for r in self.buf``), and torch refuses an in-place write to the
+    base of such views once the buffer needs grad (a generated model that raises untraced)."""
+    return replace(reach, buffers=()) if _reads_buffer(arg) else reach
+
+
+def _reads_buffer(node: object) -> bool:
+    if isinstance(node, S.ReadBuffer):
+        return True
+    if isinstance(node, tuple):
+        return any(_reads_buffer(item) for item in node)
+    return is_dataclass(node) and any(_reads_buffer(getattr(node, f.name)) for f in fields(node))
 
 
 def _callables(kinds: Sequence[tuple[int, str]]) -> dict:
@@ -207,7 +222,8 @@ def statements(draw, reach: Reach, profile: Profile, depth: int) -> S.Stmt:
         return S.For(draw(st.integers(1, 4 if shape else profile.max_k)), draw(bodies(loop, profile, depth + 1)),
                      shape)
     if kind == "rows":
-        return S.ForRows(draw(expr), draw(bodies(nested, profile, depth + 1, min_size=0)))
+        arg = draw(expr)
+        return S.ForRows(arg, draw(bodies(rows_body_reach(arg, nested), profile, depth + 1, min_size=0)))
     if kind == "shape-branch":
         then = draw(bodies(reach, profile, depth + 1))
         orelse = draw(bodies(reach, profile, depth + 1, min_size=0))

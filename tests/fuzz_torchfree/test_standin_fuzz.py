@@ -69,3 +69,14 @@ def test_shrinker_reaches_a_minimal_spec():
     small = shrink(big, _has_while_with_tanh)
     assert small == S.ModelSpec(S.ClassDef((S.While(1, (S.Assign(S.Unary("tanh", X)),)),)))
     assert size(small) < size(big)
+
+
+def test_a_loop_over_a_buffers_rows_writes_no_buffer():
+    """``for r in self.buf: self.buf.mul_(0.5)`` raises in torch once the buffer needs grad (a
+    5,000-model campaign drew it): a body over rows that read a buffer gets no buffer."""
+    from torchlens.fuzz.strategies import Reach, rows_body_reach
+
+    reach = Reach("torch", buffers=("buf0",))
+    assert rows_body_reach(S.ReadBuffer("buf0"), reach).buffers == ()
+    assert rows_body_reach(S.Binary("add", S.Var(), S.Unary("tanh", S.ReadBuffer("buf0"))), reach).buffers == ()
+    assert rows_body_reach(S.Unary("tanh", S.Var()), reach).buffers == ("buf0",)
