@@ -2252,7 +2252,7 @@ class Interpreter:
     def unwind(self, signal: Signal) -> None:
         """A raise the run is certain of (``signal``) inside a ``try`` with handlers, where the
         run gets once: it leaves what is being evaluated (:class:`Unwinding`) for the ``try``."""
-        if self.catching and self.mult.lo == 1 and self.mult.hi == 1:
+        if self.catching and self.mult.exact == 1:
             raise Unwinding(signal)
 
     def raised_class(self, exc: ast.expr) -> Optional[type]:
@@ -2391,8 +2391,8 @@ class Interpreter:
         frame = stack[-1] if stack and type(stack[-1]) is Frame else self.frame  # most often the innermost entry
         if frame is None:
             return
-        if self.mult.exact != 1:  # bound on some runs only, or on each of several passes
-            value = without_contents(value)
+        if isinstance(value, (Tensor, Union)) and self.mult.exact != 1:  # bound on some runs only, or on
+            value = without_contents(value)  # each of several passes (only a tensor holds contents)
         declared = frame.declared.get(name) if frame.declared else None
         if declared is None:
             frame.locals[name] = value
