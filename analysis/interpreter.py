@@ -160,8 +160,9 @@ class Signal:
 
     kind: Exit
     value: Value = NONE
-    #: For :attr:`Exit.RAISE`: the exception's class, where the run knows it.
-    error: Optional[type] = None
+    #: For :attr:`Exit.RAISE`: the exception's class where the run knows it, or the classes it
+    #: is one of (a branch the run cannot decide whose every arm raises).
+    error: type | tuple[type, ...] | None = None
     #: For :attr:`Exit.RAISE`: what raised where (``"ValueError('x') raised at m.py:3 in f"``);
     #: empty where nothing is said of it (a bare ``raise`` outside a handler the run followed).
     site: str = ""
@@ -2545,6 +2546,8 @@ class Interpreter:
         names ``bindings`` gives each arm, where a test narrows them)."""
         arms = [(block, bindings[k] if bindings else {}) for k, block in enumerate(blocks)]
         live = [(block, bound) for block, bound in arms if not _always_raises(block)]
+        if not live and self.catching:  # one of them raises for certain: which class a try takes matters
+            live = arms
         self.unraised += len(blocks) - len(live)
         if len(live) <= 1:
             return self.exec_block(live[0][0]) if live else Signal(Exit.RAISE)
@@ -2573,6 +2576,10 @@ class Interpreter:
             kinds = {signal.kind for _, signal in outcomes if signal is not None}
             values = [signal.value for _, signal in outcomes if signal is not None]
             kind = Exit.RETURN if Exit.RETURN in kinds else kinds.pop()
+            if kind is Exit.RAISE:
+                raising = [signal for _, signal in outcomes if signal is not None]
+                return Signal(kind, error=_one_of([signal.error for signal in raising]),
+                              site=" or ".join(dict.fromkeys(signal.site for signal in raising if signal.site)))
             return Signal(kind, join(values) if kind is Exit.RETURN else NONE)
         for _, signal in outcomes:
             if signal is not None and signal.kind is Exit.RETURN:
@@ -2770,8 +2777,9 @@ class Interpreter:
                     self.frame.locals.pop(handler.name, None)  # as CPython deletes it
         return self.raised(signal)
 
-    def catches(self, classes: Optional[ast.expr], error: Optional[type]) -> Optional[bool]:
-        """Whether ``except classes`` takes an exception of class ``error`` (``None``: not known)."""
+    def catches(self, classes: Optional[ast.expr], error: type | tuple[type, ...] | None) -> Optional[bool]:
+        """Whether ``except classes`` takes an exception of class ``error`` or of one of the
+        classes ``error`` lists (``None``: not known, or it takes some of them only)."""
         if classes is None:
             return True
         value = self.eval(classes)
@@ -2784,7 +2792,8 @@ class Interpreter:
             return None
         if error is None:
             return True if BaseException in items else None
-        return issubclass(error, tuple(items))
+        taken = [issubclass(cls, tuple(items)) for cls in (error if isinstance(error, tuple) else (error,))]
+        return True if all(taken) else False if not any(taken) else None
 
     def decided_guard(self, start: int) -> bool:
         """Whether the ``try`` just run is the host's ``TypeError`` guard around ops (events from
@@ -3466,6 +3475,17 @@ def _lookup(scopes: list[dict[str, Value]], name: str) -> Optional[Value]:
 
 def _name(obj: Any) -> str:
     return str(getattr(obj, "__qualname__", None) or getattr(type(obj), "__qualname__", type(obj).__name__))
+
+
+def _one_of(errors: list[type | tuple[type, ...] | None]) -> type | tuple[type, ...] | None:
+    """The class of an exception raised by one of several arms whose classes are ``errors``:
+    the one class, the classes it is one of, or ``None`` where an arm's is not known."""
+    classes: dict[type, None] = {}
+    for error in errors:
+        if error is None:
+            return None
+        classes.update(dict.fromkeys(error if isinstance(error, tuple) else (error,)))
+    return next(iter(classes)) if len(classes) == 1 else tuple(classes)
 
 
 def _error_class(error: str) -> Optional[type]:

@@ -1590,6 +1590,32 @@ class UnknownClassRaised(nn.Module):
         return x.cos()
 
 
+class EveryArmRaises(nn.Module):
+    """Branches the prediction cannot decide (the data's sign) whose every arm raises, inside a
+    ``try``: what is raised is one of the arms' classes, so the ``except`` arm taking every one
+    of them runs for certain (and the ops an arm runs before raising are optional)."""
+
+    def forward(self, x):
+        try:
+            if x.sum() > 0:
+                raise ValueError("positive")
+            else:
+                raise KeyError("not positive")
+        except (ValueError, KeyError):
+            x = x.sin()
+        try:
+            if x.mean() > 0:
+                x = x.cos()
+                raise IndexError("positive mean")
+            elif x.max() > 5:
+                raise KeyError("large")
+            else:
+                raise IndexError("small")
+        except Exception:
+            x = x.tanh()
+        return x.exp()
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1613,7 +1639,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
-             ReraisingArm]
+             ReraisingArm, EveryArmRaises]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
