@@ -359,7 +359,7 @@ class Interpreter:
                  "limits", "deadline", "stack", "mult", "recording", "bypass_check", "steps", "next_check",
                  "scalars", "tensor_type", "overlay", "views", "unnamed", "lru", "_keep", "sources", "held",
                  "specials", "class_attrs", "read_plainly", "union_items", "found", "handlers", "handling",
-                 "__weakref__")
+                 "guesses", "__weakref__")
 
     def __init__(self, host: Host, limits: Optional[Limits] = None) -> None:
         self.host = host
@@ -379,6 +379,9 @@ class Interpreter:
         self.unraised = 0
         #: Comprehension items not listed so far (an undecided filter, an unknown iterable).
         self.unlisted = 0
+        #: Blocks run a number of times the prediction does not know (an undecided branch arm, a
+        #: loop of unknown length) and ``*items`` it could not list, so far.
+        self.guesses = 0
         #: Generator bodies started by this run (closed when it ends).
         self.resumables: list[Resumable] = []
         self.limits = DEFAULT_LIMITS if limits is None else limits
@@ -491,6 +494,8 @@ class Interpreter:
         """Run a block whose events happen ``count`` times per time the block is reached."""
         saved = self.mult
         self.mult = saved * count
+        if count.lo != count.hi:
+            self.guesses += 1
         try:
             yield
         finally:
@@ -1373,6 +1378,8 @@ class Interpreter:
                     self.at_position(owner, STAR_ITER, starred)
                 starred += 1
                 items = self.unpack(value, None)
+                if items is None:
+                    self.guesses += 1
                 out.extend(items if items is not None else [UNLISTED])
             else:
                 out.append(self.eval(elt))
@@ -2430,7 +2437,8 @@ class Interpreter:
         if items is None:
             items = [self.element(value)] * len(targets)
         if star is None:
-            items = (items + [Opaque("missing item")] * len(targets))[: len(targets)]
+            if len(items) < len(targets):
+                items = items + [Opaque("missing item")] * (len(targets) - len(items))
             for target, item in zip(targets, items):
                 self.assign(target, item)
             return
@@ -2731,6 +2739,7 @@ class Interpreter:
 
     def exec_Try(self, node: Any) -> Optional[Signal]:
         start = len(self.events)
+        exactness = self.exactness()
         self.catching += bool(node.handlers)
         try:
             signal = self.exec_block(node.body)
@@ -2739,7 +2748,8 @@ class Interpreter:
         if signal is not None and signal.kind is Exit.RAISE and node.handlers:
             signal = self.caught(node, signal)
         else:
-            if not self.decided_guard(start):
+            # a body that ran no op and was followed exactly raises nowhere the run did not see
+            if self.exactness() != exactness and not self.decided_guard(start):
                 # an arm that can only raise again leaves the forward (as a branch arm that can only raise)
                 handlers = [handler for handler in node.handlers if not _always_raises(handler.body)]
                 self.unraised += len(node.handlers) - len(handlers)
@@ -2752,6 +2762,15 @@ class Interpreter:
                 signal = self.exec_block(node.orelse)
         final = self.exec_block(node.finalbody)
         return final if final is not None else signal
+
+    def exactness(self) -> tuple[int, ...]:
+        """What grows wherever the run does not follow the code exactly: ops made, gaps, notes,
+        blocks run an unknown number of times, exits and raises taken as not run, items not
+        listed, values not known (:attr:`Opaque.made`). Equal before and after some code: the
+        run made no op there and knew every value it read, so Python raises there only where
+        the run saw it raise."""
+        return (len(self.events), len(self.gaps), len(self.notes), self.guesses, self.exits, self.unraised,
+                self.unlisted, Opaque.made)
 
     def caught(self, node: Any, signal: Signal) -> Optional[Signal]:
         """The body of ``try`` ``node`` raised (``signal``): run the first ``except`` arm whose

@@ -15,7 +15,7 @@ import ast
 import types
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional
 
 __all__ = ["Value", "Known", "Tensor", "TensorTuple", "Opaque", "Seq", "Dict", "Union",
            "Function", "Bound", "Partial", "Instance", "Lazy", "PyMethod", "SuperRef", "Nature",
@@ -104,6 +104,12 @@ class Opaque(Value):
     why: str = ""
     #: :attr:`Nature.NUMBER` when it is known not to be a tensor, else :attr:`Nature.ANY`.
     kind: Nature = Nature.ANY
+    #: How many have been made in this process: code whose run made none read no value the
+    #: prediction does not know (see :meth:`~analysis.interpreter.Interpreter.exactness`).
+    made: ClassVar[int] = 0
+
+    def __post_init__(self) -> None:
+        Opaque.made += 1
 
 
 @dataclass(eq=False, slots=True)

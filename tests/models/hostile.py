@@ -1616,6 +1616,46 @@ class EveryArmRaises(nn.Module):
         return x.exp()
 
 
+@functools.lru_cache(16)
+def _heads_plan(shape: tuple, heads: int) -> tuple:
+    return shape[0], heads, shape[1] // heads
+
+
+class GuardedCache(nn.Module):
+    """einops' pattern: a cached plan called inside ``try`` whose ``except TypeError`` calls the
+    uncached function (for arguments that cannot be hashed), and a setting read from a dict
+    with ``except KeyError``. Neither body runs an op and the prediction follows both exactly
+    (every value known), so neither can raise: their ``except`` arms do not run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings = {"heads": 2}
+
+    def forward(self, x):
+        try:
+            heads = self.settings["heads"]
+        except KeyError:
+            heads = 1
+        try:
+            plan = _heads_plan(tuple(x.shape), heads)
+        except TypeError:
+            plan = _heads_plan.__wrapped__(list(x.shape), heads)
+        return x.reshape(plan).transpose(0, 1)
+
+
+class GuardedUnknown(nn.Module):
+    """A ``try`` whose body runs no op but reads a number the data decides: it may raise (here
+    it does), so its ``except`` arm may run (predicted as optional)."""
+
+    def forward(self, x):
+        total = x.abs().sum().item()
+        try:
+            (0, 1)[int(total) + 5]
+        except IndexError:
+            x = x.sin()
+        return x.cos()
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1639,7 +1679,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
-             ReraisingArm, EveryArmRaises]
+             ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
