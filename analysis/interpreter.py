@@ -204,6 +204,9 @@ class Frame:
     resumable: Optional[Resumable] = None
     #: Names the function declares ``nonlocal`` or ``global`` (its writes to them go there).
     declared: dict[str, str] = field(default_factory=dict)
+    #: What the stack below it gives a chain (:meth:`Interpreter.chain_under`), made on first
+    #: use; cleared when the frame is pushed again (a generator's, resumed from another place).
+    below: Optional[tuple[str, Optional[tuple[Link, ...]], str, Optional[frozenset[int]]]] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +250,7 @@ class Resumable:
         if self._done:
             raise StopIteration
         run = self.run
+        self.frame.below = None  # resumed from another place, maybe
         run.stack.append(self.frame)
         if self._base is None:
             self._base = run.mult
@@ -551,9 +555,53 @@ class Interpreter:
 
     def scope_and_chain(self) -> tuple[str, Optional[tuple[Link, ...]], str]:
         """The current scope address, collapsed chain (``None`` if a place is unknown), and why."""
+        stack = self.stack
+        top = stack[-1] if stack else None
+        if type(top) is not Frame:
+            return self.walk_chain(stack)
+        below = top.below
+        if below is None:
+            below = top.below = self.chain_under(len(stack) - 1)
+        scope, chain, why, codes = below
+        if chain is None:
+            return scope, None, why
+        if codes is None or id(top.code) in codes:  # recursion in its segment: collapsed by the whole walk
+            return self.walk_chain(stack)
+        if top.at is None:
+            return scope, None, _no_place(top)
+        return scope, (*chain, top.at), ""
+
+    def chain_under(self, i: int) -> tuple[str, Optional[tuple[Link, ...]], str, Optional[frozenset[int]]]:
+        """:meth:`scope_and_chain` of the stack below entry ``i`` (a frame), and the ids of the
+        codes of the frames after its last boundary or hook mark (``None`` where one repeats:
+        recursion, which only the whole walk collapses). Built from the frame below's own, so
+        that each frame's is made once: the entries below a frame do not change while it is on
+        the stack (the frame's ``below``; cleared when a frame is pushed again)."""
+        if i == 0:
+            return "self", (), "", frozenset()
+        under = self.stack[i - 1]
+        kind = type(under)
+        if kind is Boundary:
+            return under.address, (), "", frozenset()
+        if kind is Frame:
+            below = under.below
+            if below is None:
+                below = under.below = self.chain_under(i - 1)
+            scope, chain, why, codes = below
+            if chain is None:
+                return below
+            if codes is not None and id(under.code) not in codes:
+                if under.at is None:
+                    return scope, None, _no_place(under), None
+                return scope, (*chain, under.at), "", codes | {id(under.code)}
+        scope, chain, why = self.walk_chain(self.stack[:i])
+        return scope, chain, why, frozenset() if kind is HookMark else None
+
+    def walk_chain(self, stack: list[Any]) -> tuple[str, Optional[tuple[Link, ...]], str]:
+        """:meth:`scope_and_chain` of ``stack`` read entry by entry."""
         segments: list[list[Any]] = [[]]  # innermost first: frames, and each hook mark alone
         scope = "self"
-        for entry in reversed(self.stack):
+        for entry in reversed(stack):
             kind = type(entry)
             if kind is Boundary:
                 scope = entry.address
@@ -573,7 +621,7 @@ class Interpreter:
             places: list[Link] = []
             for frame in segment:
                 if frame.at is None:
-                    return scope, None, f"no place for a call in {frame.code.co_name} ({frame.code.co_filename})"
+                    return scope, None, _no_place(frame)
                 codes.add(id(frame.code))
                 places.append(frame.at)
             if len(codes) < len(segment):  # a code repeats: recursion collapses
@@ -2072,6 +2120,7 @@ class Interpreter:
             items = self.generators(node.generators, 0, lambda: [self.eval(node.elt)], first)
             while True:
                 if own is not None:
+                    own.below = None  # its items may be asked for from another place
                     self.stack.append(own)
                 try:
                     value = next(items)
@@ -3750,6 +3799,11 @@ def _by_identity(obj: Any) -> bool:
     """Whether ``==`` on ``obj`` is identity (functions, classes, modules, plain objects)."""
     return isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)) or \
         type(obj).__eq__ is object.__eq__
+
+
+def _no_place(frame: Frame) -> str:
+    """Why a chain through ``frame`` is not known."""
+    return f"no place for a call in {frame.code.co_name} ({frame.code.co_filename})"
 
 
 def _short(filename: str) -> str:

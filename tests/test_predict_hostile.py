@@ -105,7 +105,8 @@ def test_exact_where_it_says_nothing():
     loop over the parameters of a module registered twice (torch's memo sets), lists of known
     sizes joined by ``+``, NumPy's ufuncs on numbers, raises the run is certain of taken by the except arm their class picks, tests on tensors made from constants alone,
     classes with a ``__new__`` in Python, torch's legacy constructors, checks on data-sized selections, a try whose arm only raises again,
-    branches whose every arm raises inside a try, a try around a cached plan or a dict read that cannot raise."""
+    branches whose every arm raises inside a try, a try around a cached plan or a dict read that cannot raise,
+    a generator expression's items asked for at two places."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -114,7 +115,7 @@ def test_exact_where_it_says_nothing():
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
-             "ReraisingArm", "EveryArmRaises", "GuardedCache"]
+             "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

@@ -1656,6 +1656,17 @@ class GuardedUnknown(nn.Module):
         return x.cos()
 
 
+class AskedTwice(nn.Module):
+    """A generator expression's items asked for at two places: each item's op has the call
+    site of the ``next`` that asked for it (two layers)."""
+
+    def forward(self, x):
+        rows = (r.tanh() for r in x)
+        first = next(rows)
+        second = next(rows)
+        return first + second
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1679,7 +1690,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
-             ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown]
+             ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
