@@ -47,6 +47,7 @@ from enum import Enum
 from types import CodeType
 from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
+from .builder import builder
 from .bytecode import run_bytecode, unread
 from .caches import per_class_name
 from .callbacks import GETTERS, callback_handlers, getter_call, sort_in_place
@@ -166,6 +167,10 @@ class Signal:
     #: For :attr:`Exit.RAISE`: what raised where (``"ValueError('x') raised at m.py:3 in f"``);
     #: empty where nothing is said of it (a bare ``raise`` outside a handler the run followed).
     site: str = ""
+
+
+#: A :class:`Signal` built as a plain record would be (one per ``return`` run; :func:`~.builder.builder`).
+_new_signal = builder(Signal)
 
 
 class Unwinding(BaseException):
@@ -2287,7 +2292,7 @@ class Interpreter:
         self.assign(node.target, value)
 
     def exec_Return(self, node: ast.Return) -> Signal:
-        return Signal(_RETURN, self.eval(node.value) if node.value is not None else NONE)
+        return _new_signal(_RETURN, self.eval(node.value) if node.value is not None else NONE)
 
     def exec_Raise(self, node: ast.Raise) -> Signal:
         if node.exc is None:  # raise again the exception being handled

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from .builder import builder
 from .errors import TorchLensValueError
 from .events import Event, ForwardInput, Gap, real_inputs
 from .keys import LayerKey, group_keys, layer_labels
@@ -23,7 +24,7 @@ from .values import SCALARS, Dict, Known, Seq, Tensor
 __all__ = ["PredictedLayer", "Prediction", "build_prediction", "LayerKey"]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class PredictedLayer:
     """One predicted layer: an op written at one place, with its predicted passes."""
 
@@ -212,6 +213,10 @@ class Prediction:
         return "\n".join(lines)
 
 
+#: :class:`PredictedLayer` built as a plain record would be (one per layer; see :func:`~.builder.builder`).
+_new_layer = builder(PredictedLayer)
+
+
 def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: list[str],
                      returned: Any = None, given: tuple[str, ...] = (),
                      module_types: Optional[dict[str, str]] = None) -> Prediction:
@@ -264,8 +269,8 @@ def build_prediction(target: str, events: list[Event], gaps: list[Gap], notes: l
             if member.carried:
                 carried.update((label_of[origin], None) for origin in member.carried if origin in label_of)
         note = "" if event.slots is not None else "its number of outputs is not static: slot 0 only"
-        layers.append(PredictedLayer(label, event.name, event.scope, event.chain, slot, count, event.why or note,
-                                     tuple(parents), tuple(carried), tuple(known) if len(known) == links else None))
+        layers.append(_new_layer(label, event.name, event.scope, event.chain, slot, count, event.why or note,
+                                 tuple(parents), tuple(carried), tuple(known) if len(known) == links else None))
     unsized = [f"{layer.layer_label} at {layer.where()}: its number of outputs is not static, only the first "
                "is predicted" for layer in layers if layer.note == "its number of outputs is not static: slot 0 only"]
     shifted = _labels_that_may_shift(slots, groups, labels)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType
 from typing import Callable, Optional, Sequence, Union
 
@@ -68,6 +68,20 @@ class Place:
     end_col: Optional[int] = None
     #: Normalised bytecode offset; set only when there is no column span (3.10).
     offset: Optional[int] = None
+    #: Its hash, made once: places are kept per instruction and hashed in every chain that is
+    #: a key (a dataclass's own ``__hash__`` hashes the fields and the code's on each call).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.code, self.line, self.end_line, self.col, self.end_col,
+                                                self.offset)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        """Pickled by its fields (a hash is made again in each process: strings hash by a per-process seed)."""
+        return Place, (self.code, self.line, self.end_line, self.col, self.end_col, self.offset)
 
     def __str__(self) -> str:
         where = f"{self.code.filename}:{self.line}"

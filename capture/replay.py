@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 import torch
 
-from .record import builder
+from torchlens.analysis.builder import builder
 
 #: Device types whose autocast state a capture records.
 AUTOCAST_DEVICES = ("cpu", "cuda")

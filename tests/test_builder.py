@@ -1,4 +1,4 @@
-"""Records the capture builds through ``capture.record.builder`` are the frozen records themselves."""
+"""Records the capture and the prediction build through ``analysis.builder.builder`` are the frozen records themselves."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import torch
 
 import torchlens as tl
 from models import cases as C
-from torchlens.capture.record import builder
+from torchlens.analysis.builder import builder
+from torchlens.analysis.prediction import PredictedLayer
 from torchlens.capture.replay import RecordedCall
 from torchlens.records import ModuleCall, Op, OpGraph
 
@@ -78,3 +79,12 @@ def test_every_record_a_trace_builds_is_frozen_and_what_its_constructor_makes():
         field = dataclasses.fields(record)[0].name  # type: ignore[arg-type]
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, field, None)
+
+
+def test_every_layer_a_prediction_builds_is_frozen_and_what_its_constructor_makes():
+    pred = tl.predict(C.ResidualBlockList(), torch.randn(2, 4))
+    assert pred.layers and {type(layer) for layer in pred.layers} == {PredictedLayer}
+    for layer in pred.layers:
+        assert _same_as_constructed(layer)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            layer.slot = 1  # type: ignore[misc]

@@ -22,18 +22,19 @@ from __future__ import annotations
 
 from typing import Hashable, Optional
 
+from torchlens.analysis.builder import builder
 from torchlens.analysis.keys import call_label, group_keys, layer_labels, pass_label
 from torchlens.analysis.sites import HookMark, Link
 from torchlens.analysis.structural import StructOp, structural_keys
 from torchlens.capture.backends import Detector
-from torchlens.capture.record import (BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, Segment, builder,
+from torchlens.capture.record import (BUFFER, INPUT, OP, OUTPUT, Hooked, RawCapture, RawOp, Segment,
                                       layer_key)
 
 from .buffers import Buffer
 from .records import CallSite, Layer, Module, ModuleCall, Op, OpGraph
 
 #: The records grouping builds (one or more per op, layer, module and module call), built
-#: through :func:`~torchlens.capture.record.builder`.
+#: through :func:`~torchlens.analysis.builder.builder`.
 _new_op = builder(Op)
 _new_graph = builder(OpGraph)
 _new_layer = builder(Layer)

@@ -39,3 +39,23 @@ def test_per_class_name_reads_each_answer_once_and_keeps_its_class():
     reads.clear()
     gc.collect()
     assert alive() is not None  # kept: its id is not reused while the entry stands
+
+
+def test_a_place_from_another_process_is_the_same_key_here():
+    """A place keeps its hash (made once); pickled, it is made again, as strings hash by a
+    per-process seed: one made in a process of another seed finds the one made here."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from torchlens.analysis.sites import CodeId, Place
+
+    here = Place(CodeId("model.py", "Block.forward", 3, "0123456789abcdef"), 4, 4, 8, 20)
+    made = "from torchlens.analysis.sites import CodeId, Place; import pickle, sys; sys.stdout.buffer.write(" \
+           "pickle.dumps(Place(CodeId('model.py', 'Block.forward', 3, '0123456789abcdef'), 4, 4, 8, 20)))"
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        there = pickle.loads(subprocess.run([sys.executable, "-c", made], env=env, capture_output=True,
+                                            check=True).stdout)
+        assert there == here and {here: "found"}.get(there) == "found"
