@@ -65,7 +65,7 @@ class Patches:
         attribute caches are invalidated after each (:meth:`install`, :meth:`undo`).
         """
         if isinstance(owner, type) and slot_unchanged(owner, name):
-            namespace = _class_dict(owner)
+            namespace = class_dict(owner)
             old = namespace.get(name, MISSING)
             self._install.append(step(namespace.__setitem__, name, value))
             self._undo_set.append(step(namespace.pop, name, None) if old is MISSING else
@@ -108,8 +108,8 @@ _type_modified.argtypes = (ctypes.py_object,)
 _type_modified.restype = None
 
 
-def _class_dict(owner: type) -> dict:
-    """The dict ``vars(owner)`` is a read-only view of."""
+def class_dict(owner: type) -> dict:
+    """The dict ``vars(owner)`` is a read-only view of (the same one for the class's life)."""
     return gc.get_referents(vars(owner))[0]
 
 

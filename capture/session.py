@@ -42,7 +42,7 @@ from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .containers import Flat
 from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
-from .patches import MISSING as _MISSING, Patches, Step, atomic, run_step as _run, step
+from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict, run_step as _run, step
 from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, compute_op,
                      meta_of)
 from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
@@ -181,9 +181,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: so: those every capture patches (:data:`_PATCH_TARGETS`), and those patched since.
         self.bypassed: set[str] = set(_PASSING_MODULES)
         self.suspended = 0
-        #: The patches every capture installs (:func:`_torch_patches`, set by :meth:`plan`), and
-        #: those this capture sets while it runs (:meth:`_bypass_checks`).
-        self.planned = Patches()
+        #: The steps that install and undo the patches every capture installs (:func:`_torch_patches`,
+        #: set by :meth:`plan`), and the patches this capture sets while it runs (:meth:`_bypass_checks`).
+        self.planned: PlannedSteps = ((), ())
         self.patches = Patches()
         self.thread = threading.get_ident()
         #: How much of the capture's process-wide state is in place (changed by steps only).
@@ -749,7 +749,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         """
         self.planned = _torch_patches()
         install = [
-            *self.planned.install(),
+            *self.planned[0],
             step(setattr, _SERVING, "capture", self),
             step(_BUFFER_HOOKS.__setitem__, self, self._buffer_hook),
             step(setattr, self.guard, "active", True),
@@ -771,11 +771,20 @@ class Capture(LeavesStack, TorchFunctionMode):
              step(setattr, threading, "_trace_hook", self.guard.previous),
              step(_BUFFER_HOOKS.pop, self, None),
              step(setattr, _SERVING, "capture", None)],
-            self.planned.undo(),
+            self.planned[1],
             self.patches.undo(),
             release_steps(self),
             _pop_own_mode(self) if own_thread else (),
         )
+
+    def close(self) -> None:
+        """Untie the capture from itself once it is removed and its capture settled: its undo
+        calls, the worker guard and the buffer journal refer back to it, so that it (with the
+        tables and tensors it holds) would otherwise wait for the cyclic collector; without them
+        it is freed as soon as the last reference to it goes."""
+        self.undo = ()
+        self.guard.owns = _owns_nothing
+        del self.buffers
 
     def _buffer_hook(self, module: nn.Module, name: str, value: Any) -> None:
         """torch's buffer-registration hook: journal ``module.name = value`` for a buffer."""
@@ -912,14 +921,18 @@ _PASSING_MODULES = frozenset(owner for owner, _, wrap in _PATCH_TARGETS if wrap 
 _FIXED_OWNERS = tuple(owner for owner, _, _ in _PATCH_TARGETS if type(owner) is not str)
 _OWNER_NAMES = tuple(owner for owner, _, _ in _PATCH_TARGETS if type(owner) is str)
 _ATTRIBUTES = tuple(attr for _, attr, _ in _PATCH_TARGETS)
-#: The class targets: what the class itself defines decides how a patch is undone.
-_CLASS_TARGETS = tuple((owner, attr) for owner, attr, _ in _PATCH_TARGETS if isinstance(owner, type))
-#: The last :func:`_torch_patches`: (what each target held then, its patches).
-_planned: list[tuple[tuple, Patches]] = []
+#: The class targets: what the class itself defines decides how a patch is undone (read from
+#: each class's own dict).
+_CLASS_DICTS = tuple(class_dict(owner) for owner, _, _ in _PATCH_TARGETS if isinstance(owner, type))
+_CLASS_ATTRIBUTES = tuple(attr for owner, attr, _ in _PATCH_TARGETS if isinstance(owner, type))
+#: The steps that install a :class:`Patches`, and those that undo it.
+PlannedSteps = tuple[tuple[Step, ...], tuple[Step, ...]]
+#: The last :func:`_torch_patches`: (what each target held then, its patches' steps).
+_planned: list[tuple[tuple, PlannedSteps]] = []
 
 
-def _torch_patches() -> Patches:
-    """The patches of every :data:`_PATCH_TARGETS` present now, planned (not installed).
+def _torch_patches() -> PlannedSteps:
+    """The steps that install and undo the patches of every :data:`_PATCH_TARGETS` present now.
 
     The wrappers serve whichever capture is installed (:data:`_SERVING`), so the same patches
     serve every capture as long as each target holds the same value as when they were made
@@ -927,7 +940,7 @@ def _torch_patches() -> Patches:
     """
     owners = (*_FIXED_OWNERS, *map(sys.modules.get, _OWNER_NAMES))
     values = tuple(map(getattr, owners, _ATTRIBUTES, repeat(_MISSING)))
-    now = (*owners, *values, *(owner.__dict__.get(attr, _MISSING) for owner, attr in _CLASS_TARGETS),
+    now = (*owners, *values, *map(dict.get, _CLASS_DICTS, _CLASS_ATTRIBUTES, repeat(_MISSING)),
            _CALL_IMPL_TORCH.__code__)
     if _planned and all(map(is_, _planned[0][0], now)):
         return _planned[0][1]
@@ -937,8 +950,9 @@ def _torch_patches() -> Patches:
             patches.plan(value, "__code__", _ROUTED)
         elif owner is not None and value is not _MISSING:
             patches.plan(owner, attr, wrap(cast(Callable, value)))
-    _planned[:] = [(now, patches)]
-    return patches
+    steps = tuple(patches.install()), tuple(patches.undo())
+    _planned[:] = [(now, steps)]
+    return steps
 
 
 def capture_forward(
@@ -987,7 +1001,13 @@ def capture_forward(
     raw = capture.raw
     raw.chains = capture.interner.chains
     raw.output = output
+    capture.close()
     return raw
+
+
+def _owns_nothing(tensor: _Tensor) -> bool:
+    """A closed capture's ownership test (its guard is inactive): it owns no tensor any more."""
+    return False
 
 
 def _called_directly(model: nn.Module) -> bool:

@@ -318,6 +318,53 @@ def test_an_output_stored_in_an_attribute_written_before_module_init_is_not_shar
     assert_unchanged(trace, before)
 
 
+class StoresItsOutput(nn.Module):
+    """Keeps an output of its forward pass in its own state, by one of several routes the end
+    of the capture must see (:meth:`capture.walk.Walk.again`): an item of a list or dict it
+    already held, an attribute written past ``nn.Module.__setattr__``, a list of a child's, or a
+    parameter's storage swapped with ``.data``."""
+
+    ROUTES = ("list", "dict", "object_setattr", "dict_write", "child_list", "param_data")
+
+    def __init__(self, route: str) -> None:
+        super().__init__()
+        self.route = route
+        self.cache: list = []
+        self.store: dict = {}
+        self.child = nn.Module()
+        self.child.cache = []
+        self.p = nn.Parameter(torch.ones(3), requires_grad=False)
+
+    def forward(self, x):
+        h = x * 2.0
+        if self.route == "list":
+            self.cache.append(h)
+        elif self.route == "dict":
+            self.store["h"] = h
+        elif self.route == "object_setattr":
+            object.__setattr__(self, "stash", h)
+        elif self.route == "dict_write":
+            vars(self)["stash"] = h
+        elif self.route == "child_list":
+            self.child.cache.append(h)
+        else:
+            self.p.data = h
+        return h + 1.0
+
+    def stored(self) -> torch.Tensor:
+        return {"list": lambda: self.cache[0], "dict": lambda: self.store["h"], "child_list": lambda: self.child.cache[0],
+                "param_data": lambda: self.p.data}.get(self.route, lambda: vars(self)["stash"])()
+
+
+@pytest.mark.parametrize("route", StoresItsOutput.ROUTES)
+def test_an_output_the_model_keeps_by_any_route_is_not_shared_with_the_trace(route: str) -> None:
+    model = StoresItsOutput(route)
+    trace = tl.trace(model, torch.ones(3))
+    before = saved_tensors(trace)
+    model.stored().add_(5.0)
+    assert_unchanged(trace, before)
+
+
 class ClaimsToBeATensor(nn.Module):
     """A module attribute whose ``__class__`` says Tensor (a mock made with ``spec``): it is not
     one, and reading its storage as a tensor's crashed the process."""
