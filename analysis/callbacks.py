@@ -148,13 +148,13 @@ def _zip(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optio
 
 
 def _enumerate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-    if not args:
-        return None
-    begin = args[1].obj if len(args) > 1 and isinstance(args[1], Known) else 0
+    first = args[1] if len(args) > 1 else kwargs.get("start", Known(0))
+    if not args or not (isinstance(first, Known) and isinstance(first.obj, int)):
+        return None  # a start the run does not know: not counted from a guess
     items = _items(run, args[0], "enumerate")
 
     def start() -> Iterator[Value]:
-        for k, item in enumerate(items, begin):
+        for k, item in enumerate(items, first.obj):
             yield Seq([Known(k), item])
 
     return Lazy(start, "enumerate")

@@ -1726,7 +1726,7 @@ class Interpreter:
         defined = self.python_operator(op, left, right, node, opnames, inplace)
         if defined is not None:
             return defined
-        if op in COMPARED and (isinstance(left, (Seq, Dict)) or isinstance(right, (Seq, Dict))):
+        if op in COMPARED and (_container(left) or _container(right)):
             compared = _compared(op, left, right)
             if compared is not None:
                 return compared
@@ -3617,9 +3617,15 @@ def _numberish(value: Value) -> bool:
 COMPARED = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
 
+def _container(value: Value) -> bool:
+    """A list, tuple or dict the code built, or one a live object holds (compared for real by
+    :func:`_compared` when every item is a plain value)."""
+    return isinstance(value, (Seq, Dict)) or isinstance(value, Known) and type(value.obj) in (list, tuple, dict)
+
+
 def _compared(op: str, left: Value, right: Value) -> Optional[Known]:
-    """A comparison of lists, tuples or dicts the code built, when both sides are fully known
-    and hold only plain values (no ``__eq__`` of the program's runs)."""
+    """A comparison of lists, tuples or dicts the code built or a live object holds, when both
+    sides are fully known and hold only plain values (no ``__eq__`` of the program's runs)."""
     sides = [concrete(left), concrete(right)]
     if not all(ok and _plain_deep(obj) for ok, obj in sides):
         return None

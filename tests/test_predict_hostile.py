@@ -106,7 +106,8 @@ def test_exact_where_it_says_nothing():
     sizes joined by ``+``, NumPy's ufuncs on numbers, raises the run is certain of taken by the except arm their class picks, tests on tensors made from constants alone,
     classes with a ``__new__`` in Python, torch's legacy constructors, checks on data-sized selections, a try whose arm only raises again,
     branches whose every arm raises inside a try, a try around a cached plan or a dict read that cannot raise,
-    a generator expression's items asked for at two places."""
+    a generator expression's items asked for at two places, lists, tuples and dicts a module holds compared with
+    ones the code makes."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -115,13 +116,25 @@ def test_exact_where_it_says_nothing():
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
-             "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice"]
+             "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
     for name in names:
         model, inputs = MODELS[name]
         exact(model, *inputs)
+
+
+def test_enumerate_counts_from_its_start():
+    model, inputs = MODELS["EnumerateFrom"]
+    counts = {layer.func_name: str(layer.count) for layer in exact(model, *inputs).layers}
+    assert counts == {"linear": "1", "sin": "2", "cos": "1"}, counts
+
+
+def test_plain_lists_a_module_holds_compare_for_real():
+    model, inputs = MODELS["LiveListsCompared"]
+    counts = {layer.func_name: str(layer.count) for layer in exact(model, *inputs).layers}
+    assert counts == {"permute": "1", "sin": "1", "cos": "1"}, counts
 
 
 def test_operator_functions_and_builtins_given_tensors_run_the_tensors_operators():

@@ -1667,6 +1667,50 @@ class AskedTwice(nn.Module):
         return first + second
 
 
+class LiveListsCompared(nn.Module):
+    """Lists, tuples and dicts of plain values the module holds, compared with ``==``/``<`` to
+    ones the code makes (einops' layers: ``recipe.axes_permutation == list(range(n))`` decides
+    whether the axes are permuted): undecided before, so the permute was optional and the
+    shapes after it lost; compared for real now. Exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order = [1, 0]
+        self.sizes = (2, 3)
+        self.table = {"a": 1}
+
+    def forward(self, x):
+        order = self.order
+        if self.order == list(range(len(self.order))):
+            order = None
+        if order is not None:
+            x = x.permute(order)
+        if self.sizes < (2, 4) and self.table == {"a": 1}:
+            x = x.sin()
+        return x.cos()
+
+
+class EnumerateFrom(nn.Module):
+    """``enumerate(..., start=1)`` and ``enumerate(xs, 2)`` with the last pass tested by
+    ``layer == len(...)`` (vit-pytorch's JumboViT): the keyword ``start`` was taken as 0, so
+    the last pass was never found and its skipped ops predicted twice, silently. Exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        for layer, linear in enumerate(self.layers, start=1):
+            x = linear(x)
+            if layer == len(self.layers):
+                continue
+            x = x.sin()
+        for k, _ in enumerate(self.layers, 2):
+            if k == 4:
+                x = x.cos()
+        return x
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1690,7 +1734,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              SetComprehensions, NarrowedNone, MutatorNames, AutocastOff,
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
-             ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice]
+             ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
+             EnumerateFrom]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
