@@ -644,7 +644,13 @@ class Capture(LeavesStack, TorchFunctionMode):
         call = len(raw.calls)
         raw.calls.append((index, record.num_calls))
         stack = self.stack
-        io = RawCall(stack[-1] if stack else -1, call_inputs(self, args, kwargs), [])
+        if self.by_id and not kwargs and len(args) == 1 and isinstance(args[0], _Tensor):
+            # one tensor, every output held (its id is its own): the common case, one lookup
+            found = self.producer.get(id(args[0]))
+            inputs = [] if found is None else [found]
+        else:
+            inputs = call_inputs(self, args, kwargs)
+        io = RawCall(stack[-1] if stack else -1, inputs, [])
         raw.call_io.append(io)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
@@ -654,7 +660,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.suspended += 1
         stack.append(call)
         try:
-            out = _CALL_IMPL_FUNC(module, *args, **kwargs)
+            out = _CALL_IMPL_FUNC(module, *args, **kwargs) if kwargs else _CALL_IMPL_FUNC(module, *args)
         except Exception as error:
             self._annotate(error, None, None)
             raise
@@ -662,7 +668,11 @@ class Capture(LeavesStack, TorchFunctionMode):
             stack.pop()
             if script:
                 self.suspended -= 1
-        io.outputs = call_outputs(self, out)
+        if type(out) is _Tensor and self.by_id:  # one tensor returned: the common case, one lookup
+            found = self.producer.get(id(out))
+            io.outputs = [] if found is None else [found]
+        else:
+            io.outputs = call_outputs(self, out)
         if outermost:
             self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
         if self.containers:
