@@ -67,6 +67,27 @@ def test_save_none_holds_no_tensor_before_its_records_are_first_read():
     assert trace.nbytes == 0 and trace._later is None
 
 
+def test_a_dropped_trace_frees_its_tensors_at_once():
+    """Nothing a capture makes refers back to it (its buffer journal, its thread guard, its undo
+    steps), so a trace whose records were not read is freed with every tensor it holds as soon as
+    it is dropped, not when Python's cycle collector next runs."""
+    from torchlens.api import trace as unread_trace  # (the records, once built, refer to each other)
+
+    torch.manual_seed(0)
+    model = Stash().train()
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        trace = unread_trace(model, torch.randn(3, 4))
+        assert model.refs and all(ref() is not None for ref in model.refs)
+        del trace
+        assert all(ref() is None for ref in model.refs)
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_unsaved_ops_keep_their_metadata():
     full, (_, none) = full_trace(), stash_trace("none")
     assert [op.label for op in none.ops] == [op.label for op in full.ops]
