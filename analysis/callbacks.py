@@ -87,12 +87,8 @@ def _items(run: Interpreter, source: Value, what: str) -> Iterator[Value]:
 
 
 def _unknown_items(run: Interpreter, source: Value, what: str) -> Iterator[Value]:
-    saved = run.mult
-    run.mult = saved * Count(0, None, "N", f"{what} runs over items whose number is not static")
-    try:
+    with run.scaled(Count(0, None, "N", f"{what} runs over items whose number is not static")):
         yield run.element(source)
-    finally:
-        run.mult = saved
 
 
 def _sum(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
@@ -138,13 +134,26 @@ def _map(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optio
 
 
 def _zip(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-    sources = [_items(run, a, "zip") for a in args]  # iter() of each, at the zip(...) call
+    listed = [run.iterate(a) for a in args]  # iter() of each, at the zip(...) call
+    if None in listed and any(items is not None for items in listed):
+        return Lazy(lambda: _zip_unknown_length(run, args, listed), "zip")
+    sources = [items if items is not None else _unknown_items(run, a, "zip") for a, items in zip(args, listed)]
 
     def start() -> Iterator[Value]:
         for items in zip(*sources):
             yield Seq(list(items))
 
     return Lazy(start, "zip")
+
+
+def _zip_unknown_length(run: Interpreter, args: list[Value], listed: list) -> Iterator[Value]:
+    """``zip`` of sources some of whose items are known and some not: as many rows as the
+    shortest source, so at most as many as the known ones have, each taken ``0..1`` times (the
+    k-th row holds the known sources' k-th items)."""
+    for row in zip(*(items for items in listed if items is not None)):
+        known = iter(row)
+        with run.scaled(Count(0, 1, "", "zip runs over items whose number is not static")):
+            yield Seq([next(known) if items is not None else run.element(a) for a, items in zip(args, listed)])
 
 
 def _enumerate(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:

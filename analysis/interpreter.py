@@ -3400,6 +3400,9 @@ class Interpreter:
         return build
 
     def b_reversed(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        if args and isinstance(args[0], Known) and type(args[0].obj) in (range, tuple) \
+                and len(args[0].obj) <= MAX_UNROLL:  # immutable: its items now are the ones iterated
+            return Seq([self.wrap(item) for item in reversed(args[0].obj)], list)
         if not args or isinstance(args[0], Known) and not self.host.is_module(args[0].obj):  # a ModuleList: listed
             return None
         if isinstance(args[0], Tensor):  # the tensor type's __reversed__ (a flip), at the reversed(...) call

@@ -131,6 +131,15 @@ def test_enumerate_counts_from_its_start():
     assert counts == {"linear": "1", "sin": "2", "cos": "1"}, counts
 
 
+def test_zip_of_a_known_and_an_unknown_length_runs_each_known_item_at_most_once():
+    model, inputs = MODELS["ZipMixedLengths"]
+    pred = tl.predict(model, *inputs)
+    assert tl.trace(model, *inputs).check_prediction(pred).ok
+    counts = {(layer.module, layer.func_name): str(layer.count) for layer in pred.layers}
+    assert counts[("self", "sin")] == "1" and counts[("self", "mul")] == "2", counts  # levels 1, 0: known
+    assert counts[("layers.0", "linear")] == counts[("layers.1", "linear")] == "1+0..1", counts
+
+
 def test_plain_lists_a_module_holds_compare_for_real():
     model, inputs = MODELS["LiveListsCompared"]
     counts = {layer.func_name: str(layer.count) for layer in exact(model, *inputs).layers}

@@ -1711,6 +1711,25 @@ class EnumerateFrom(nn.Module):
         return x
 
 
+class ZipMixedLengths(nn.Module):
+    """``zip`` of a source whose length the data decides with a ``ModuleList``: each pass runs
+    another module, so each is optional (only the first module was predicted, N times, silently);
+    and NesT's ``zip(reversed(range(n)), self.layers)``, whose levels are known: exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x):
+        for level, linear in zip(reversed(range(len(self.layers))), self.layers):
+            x = linear(x) * 2 ** level
+            if level == 0:
+                x = x.sin()
+        for _, linear in zip(range(int(x.abs().sum() > 0)), self.layers):
+            x = linear(x)
+        return x
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1735,7 +1754,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
-             EnumerateFrom]
+             EnumerateFrom, ZipMixedLengths]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
