@@ -86,7 +86,9 @@ def walk(model: nn.Module) -> Walk:
         names = tuple(attributes)
         for attribute in names[first:] if names[:first] == order else attributes.keys() - bookkeeping:
             value = attributes[attribute]
-            if type(value) not in plain:
+            kind = type(value)
+            # (a tuple of settings, as a convolution's ``kernel_size``: told apart in one C loop)
+            if kind not in plain and not (kind is tuple and plain.issuperset(map(type, value))):
                 _tensors_in(value, readable)
         children = attributes["_modules"]
         if children:
