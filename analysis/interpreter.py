@@ -446,6 +446,7 @@ class Interpreter:
             builtins.set: self.b_set, builtins.dict: self.b_mapping(dict),
             collections.OrderedDict: self.b_mapping(collections.OrderedDict),
             builtins.reversed: self.b_reversed, builtins.iter: self.b_iter, builtins.next: self.b_next,
+            builtins.callable: self.b_callable,
             builtins.print: self.b_print, builtins.abs: self.b_abs, builtins.pow: self.b_pow,
             builtins.any: self.b_all_any(True), builtins.all: self.b_all_any(False), functools.wraps: self.b_wraps,
             copy.deepcopy: self.b_deepcopy, functools.partial: self.b_partial, keep: self.b_keep,
@@ -3298,6 +3299,16 @@ class Interpreter:
         kind = type_of(args[0], self.host.tensor_type)
         return Known(kind) if kind is not None else Opaque(f"the type of a value the prediction lost track of{self.where()}",
                                                                 Nature.NUMBER)  # a class, not a tensor
+
+    def b_callable(self, args: list[Value], kwargs: dict) -> Optional[Value]:
+        """``callable(x)``: whether ``x``'s class defines ``__call__`` (a tensor's does not), where
+        its class is known; a bound method or a partial is callable."""
+        if len(args) != 1 or kwargs:
+            return None
+        if isinstance(args[0], (Bound, Partial)):
+            return TRUE
+        kind = type_of(args[0], self.host.tensor_type)
+        return None if kind is None else Known(any("__call__" in vars(k) for k in kind.__mro__))
 
     def b_object_new(self, args: list[Value], kwargs: dict) -> Optional[Value]:
         """``object.__new__(cls)`` (a ``__new__`` in Python calling ``super().__new__(cls)``) of

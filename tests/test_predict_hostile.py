@@ -107,7 +107,7 @@ def test_exact_where_it_says_nothing():
     classes with a ``__new__`` in Python, torch's legacy constructors, checks on data-sized selections, a try whose arm only raises again,
     branches whose every arm raises inside a try, a try around a cached plan or a dict read that cannot raise,
     a generator expression's items asked for at two places, lists, tuples and dicts a module holds compared with
-    ones the code makes."""
+    ones the code makes, callable() of a tensor an op made."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -116,7 +116,8 @@ def test_exact_where_it_says_nothing():
              "OutsideData", "ConstantProbe", "BuiltContainers", "SetComprehensions", "NarrowedNone",
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
-             "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared"]
+             "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared",
+             "CallableChecks"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -138,6 +139,12 @@ def test_zip_of_a_known_and_an_unknown_length_runs_each_known_item_at_most_once(
     counts = {(layer.module, layer.func_name): str(layer.count) for layer in pred.layers}
     assert counts[("self", "sin")] == "1" and counts[("self", "mul")] == "2", counts  # levels 1, 0: known
     assert counts[("layers.0", "linear")] == counts[("layers.1", "linear")] == "1+0..1", counts
+
+
+def test_callable_of_a_tensor_an_op_made_is_false():
+    model, inputs = MODELS["CallableChecks"]
+    counts = {layer.func_name: str(layer.count) for layer in exact(model, *inputs).layers}
+    assert counts == {"linear": "1", "view": "1", "sum": "1"}, counts
 
 
 def test_plain_lists_a_module_holds_compare_for_real():

@@ -1730,6 +1730,30 @@ class ZipMixedLengths(nn.Module):
         return x
 
 
+def _first_given(*args):
+    for arg in args:
+        if arg is not None:
+            return arg() if callable(arg) else arg
+    return None
+
+
+class CallableChecks(nn.Module):
+    """``callable()`` of a tensor an op made (x-transformers' ``default(context, x)``), of a
+    module, a lambda and a number: the first was a value the prediction lost track of, so
+    the keys' shapes after it were lost. Exact."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, context=None):
+        h = self.proj(x)
+        kv = _first_given(context, h)
+        if kv.ndim == 2 and callable(self.proj) and callable(lambda: 0) and not callable(3):
+            kv = kv.view(3, 2, 2).sum(-1)
+        return kv
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1754,7 +1778,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
-             EnumerateFrom, ZipMixedLengths]
+             EnumerateFrom, ZipMixedLengths, CallableChecks]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
