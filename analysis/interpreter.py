@@ -1034,6 +1034,8 @@ class Interpreter:
                 instance = Instance(cls)
                 self.run_live_function(init, [instance, *args], kwargs)
                 return instance
+            if cls.__new__ is object.__new__ and init is object.__init__ and not args and not kwargs:
+                return Instance(cls)  # a plain class without __init__ (a context manager, a callable): nothing runs
             if dataclasses.is_dataclass(cls):  # a custom __new__ (ModelOutput is a dict)
                 built = self.build_for_real(cls, args, kwargs)
                 if built is not None:
@@ -2931,10 +2933,11 @@ class Interpreter:
                 self.assign(item.optional_vars, value)
         unraised = self.unraised
         signal = self.exec_block(node.body)
-        if self.unraised != unraised:
+        passed_on = all(self.never_suppresses(manager) for manager in managers)
+        if self.unraised != unraised and not passed_on:
             self.note(f"with{self.where(node)}: its body is predicted as not raising where it may; if it raises "
                       "and __exit__ suppresses the exception, the ops after the raise do not run")
-        if signal is not None and signal.kind is Exit.RAISE:
+        if signal is not None and signal.kind is Exit.RAISE and not passed_on:
             self.note(f"with{self.where(node)}: its body raises; the prediction takes the exception as passed on, "
                       "but if __exit__ suppresses it the ops after the with run")
         if signal is not None and signal.kind is not Exit.RAISE and sys.version_info < (3, 11):
@@ -2948,6 +2951,20 @@ class Interpreter:
         return signal
 
     exec_AsyncWith = exec_With
+
+    def never_suppresses(self, manager: Value) -> bool:
+        """Whether ``manager``'s ``__exit__`` is Python whose every ``return`` gives ``None`` or
+        ``False`` (``torch.autocast``'s): an exception in the ``with`` body goes on through it."""
+        cls = type_of(manager, self.host.tensor_type)
+        method = class_attr(cls, "__exit__") if cls is not None else None
+        if not isinstance(method, types.FunctionType):
+            return False
+        try:
+            definition = source_of_code(method.__code__, method.__qualname__)[1]
+        except SourceUnavailableError:
+            return False
+        return all(ret.value is None or isinstance(ret.value, ast.Constant) and ret.value.value in (None, False)
+                   for ret in ast.walk(definition) if isinstance(ret, ast.Return))
 
     def special_call(self, receiver: Value, name: str, args: list[Value], node: ast.AST) -> Value:
         """``type(receiver).name(receiver, *args)``, as CPython calls a special method."""

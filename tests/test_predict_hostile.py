@@ -107,7 +107,8 @@ def test_exact_where_it_says_nothing():
     classes with a ``__new__`` in Python, torch's legacy constructors, checks on data-sized selections, a try whose arm only raises again,
     branches whose every arm raises inside a try, a try around a cached plan or a dict read that cannot raise,
     a generator expression's items asked for at two places, lists, tuples and dicts a module holds compared with
-    ones the code makes, callable() of a tensor an op made."""
+    ones the code makes, callable() of a tensor an op made, an argument check
+    inside a with whose __exit__ cannot suppress."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -117,7 +118,7 @@ def test_exact_where_it_says_nothing():
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
              "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared",
-             "CallableChecks"]
+             "CallableChecks", "ArgumentCheckInWith"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

@@ -1754,6 +1754,30 @@ class CallableChecks(nn.Module):
         return kv
 
 
+class _Scope:
+    """A context manager whose ``__exit__`` never suppresses (as ``torch.autocast``'s)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            return False
+        return None
+
+
+class ArgumentCheckInWith(nn.Module):
+    """An argument check (an arm that can only raise) inside ``with`` a manager whose
+    ``__exit__`` cannot suppress: the raise would go on, as outside a ``with`` (a note before)."""
+
+    def forward(self, x):
+        with _Scope():
+            if x.sum() > 100:
+                raise ValueError("too large")
+            x = x.sin()
+        return x.cos()
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -1778,7 +1802,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
-             EnumerateFrom, ZipMixedLengths, CallableChecks]
+             EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
