@@ -2868,7 +2868,7 @@ class Interpreter:
             return None
         if error is None:
             return True if BaseException in items else None
-        taken = [issubclass(cls, tuple(items)) for cls in (error if isinstance(error, tuple) else (error,))]
+        taken = [issubclass(cls, tuple(items)) for cls in _classes(error)]
         return True if all(taken) else False if not any(taken) else None
 
     def decided_guard(self, start: int) -> bool:
@@ -2933,21 +2933,21 @@ class Interpreter:
                 self.assign(item.optional_vars, value)
         unraised = self.unraised
         signal = self.exec_block(node.body)
-        passed_on = all(self.never_suppresses(manager) for manager in managers)
-        if self.unraised != unraised and not passed_on:
-            self.note(f"with{self.where(node)}: its body is predicted as not raising where it may; if it raises "
-                      "and __exit__ suppresses the exception, the ops after the raise do not run")
-        if signal is not None and signal.kind is Exit.RAISE and not passed_on:
-            self.note(f"with{self.where(node)}: its body raises; the prediction takes the exception as passed on, "
-                      "but if __exit__ suppresses it the ops after the with run")
-        if signal is not None and signal.kind is not Exit.RAISE and sys.version_info < (3, 11):
+        raising = signal is not None and signal.kind is Exit.RAISE
+        if (raising or self.unraised != unraised) and not all(map(self.never_suppresses, managers)):
+            if self.unraised != unraised:
+                self.note(f"with{self.where(node)}: its body is predicted as not raising where it may; if it "
+                          "raises and __exit__ suppresses the exception, the ops after the raise do not run")
+            if raising:
+                self.note(f"with{self.where(node)}: its body raises; the prediction takes the exception as passed "
+                          "on, but if __exit__ suppresses it the ops after the with run")
+        if signal is not None and not raising and sys.version_info < (3, 11):
             self.note(f"with{self.where(node)} left by {signal.kind.value}: on Python 3.10 its __exit__ call "
                       "has a place of its own on that path, predicted at the normal exit's")
         raised: list[Value] = [Opaque("an exception"), Opaque("an exception"), Opaque("a traceback")]
         for k, manager in enumerate(reversed(managers)):
             self.at_nth(node, CALL_OPS, k)
-            self.special_call(manager, "__exit__", raised if signal is not None and signal.kind is Exit.RAISE
-                              else [NONE, NONE, NONE], node)
+            self.special_call(manager, "__exit__", raised if raising else [NONE, NONE, NONE], node)
         return signal
 
     exec_AsyncWith = exec_With
@@ -3588,8 +3588,13 @@ def _one_of(errors: list[type | tuple[type, ...] | None]) -> type | tuple[type, 
     for error in errors:
         if error is None:
             return None
-        classes.update(dict.fromkeys(error if isinstance(error, tuple) else (error,)))
+        classes.update(dict.fromkeys(_classes(error)))
     return next(iter(classes)) if len(classes) == 1 else tuple(classes)
+
+
+def _classes(error: type | tuple[type, ...]) -> tuple[type, ...]:
+    """The classes a raise's :attr:`Signal.error` says it is one of."""
+    return error if isinstance(error, tuple) else (error,)
 
 
 def _error_class(error: str) -> Optional[type]:
