@@ -128,9 +128,15 @@ class Modes:
 
     @classmethod
     def now(cls) -> "Modes":
-        """The current modes."""
-        autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
-        return cls(autocast, torch.is_grad_enabled(), torch.get_default_dtype())
+        """The current modes (one record per distinct set of them, made once: :data:`_KNOWN_MODES`)."""
+        enabled = tuple(map(torch.is_autocast_enabled, AUTOCAST_DEVICES))
+        dtypes = tuple(map(torch.get_autocast_dtype, AUTOCAST_DEVICES))
+        grad, default = torch.is_grad_enabled(), torch.get_default_dtype()
+        key = (enabled, dtypes, grad, default)
+        modes = _KNOWN_MODES.get(key)
+        if modes is None:
+            modes = _KNOWN_MODES[key] = cls(tuple(zip(AUTOCAST_DEVICES, enabled, dtypes)), grad, default)
+        return modes
 
     def apply(self) -> None:
         """Make these the current modes."""
@@ -140,6 +146,11 @@ class Modes:
         torch.set_grad_enabled(self.grad_enabled)
         torch.set_default_dtype(self.default_dtype)
 
+
+
+#: Process-wide: the modes met (autocast enabled and dtype per device, grad mode, default dtype,
+#: as :meth:`Modes.now` reads them) -> their record. Bounded: a few flags and dtypes.
+_KNOWN_MODES: dict[tuple, Modes] = {}
 
 class ModesJournal:
     """The modes a capture's calls ran under, each distinct one once (``RecordedCall.modes``)."""

@@ -43,14 +43,14 @@ from .containers import Flat
 from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict, run_step as _run, step
-from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawModule, RawOp, Segment, compute_op,
+from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawOp, Segment, compute_op,
                      meta_of)
 from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
                      tensor_args)
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
-from .walk import walk
+from .walk import module_record, walk
 
 _Tensor = torch.Tensor
 _Size = torch.Size
@@ -194,10 +194,10 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.roles: dict[int, int] = _ROLES
         #: ``torch.compile``'s module wrapper class, once Dynamo is loaded.
         self.compiled = _compiled_module_type()
-        #: :func:`capture.walk.walk` of the model, as the forward pass starts.
-        self.model = walk(model)
+        #: :func:`capture.walk.walk` of the model, as the forward pass starts (with its modules' records).
+        self.model = walk(model, self.raw.modules)
         self.modules = self.model.modules
-        for name, module in self.modules:
+        for index, (name, module) in enumerate(self.modules):
             if getattr(module, "_compiled_call_impl", None) is not None:
                 raise UnsupportedForwardError(
                     f"module `{name or 'self'}` ({type(module).__name__}) was compiled in place with "
@@ -205,7 +205,10 @@ class Capture(LeavesStack, TorchFunctionMode):
                     "record them; trace it before compiling it, or compile with torch.compile(module), "
                     "whose wrapper torchlens looks through"
                 )
-            self._module(module, name or "self")
+            self.module_index[id(module)] = index
+            if _ScriptModule in type(module).__mro__:  # (``isinstance`` asks the metaclass, then ``__class__``)
+                self.scripts.add(index)
+        self.keep_alive.extend(module for _, module in self.modules)
         self.param_names = {id(param): name for name, param in self.model.params}
         self.buffers = BufferJournal(self, self.model.buffers)
         #: The autocast, grad and default-dtype modes each recorded call runs under.
@@ -600,26 +603,16 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     # -- modules ---------------------------------------------------------------------------
 
-    def _module(self, module: nn.Module, address: Optional[str] = None) -> int:
-        """Add ``module`` to ``raw.modules`` at its ``address`` in the model, or as
-        ``<Type#index>`` for a module that is not the model's (met when called); its index."""
+    def _module(self, module: nn.Module) -> int:
+        """Add a module that is not the model's (met when called) to ``raw.modules`` as
+        ``<Type#index>``; its index."""
         modules = self.raw.modules
         index = self.module_index[id(module)] = len(modules)
         self.keep_alive.append(module)
         if isinstance(module, _ScriptModule):
             self.scripts.add(index)
-        if address is None:
-            address = f"<{type(module).__name__}#{index}>"
-            prefix, parent = address + ".", None
-        elif address == "self":
-            prefix, parent = "", None
-        else:
-            prefix, parent = address + ".", address.rpartition(".")[0] or "self"
-        params, children, buffers = module._parameters, module._modules, module._buffers
-        modules.append(RawModule(
-            address, type(module).__name__, _names(prefix, params) if params else (), parent,
-            _names(prefix, children) if children else (), _names(prefix, buffers) if buffers else (),
-        ))
+        address = f"<{type(module).__name__}#{index}>"
+        modules.append(module_record(module, address, address + ".", None, vars(module)))
         return index
 
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
@@ -1068,24 +1061,6 @@ def _pop_own_mode(mode: Capture) -> Iterator[Step]:
     depths = takewhile(partial(lt, 0), map(_run, repeat(step(_mode_depth))))
     on_top = map(is_, map(_mode_at, map(sub, depths, repeat(1))), repeat(mode))
     return compress(repeat(step(_pop_mode)), takewhile(truth, on_top))
-
-
-def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
-    """Addresses of a module's own parameters, children or buffers: each object once, no ``None``
-    (what ``named_parameters(recurse=False)`` and its kin give)."""
-    ids = set(map(id, members.values()))
-    if len(ids) == len(members) and _NONE_ID not in ids:  # the common case: every name
-        return tuple(map(prefix.__add__, members))
-    seen: set[int] = set()
-    names = []
-    for name, value in members.items():
-        if value is not None and id(value) not in seen:
-            seen.add(id(value))
-            names.append(prefix + name)
-    return tuple(names)
-
-
-_NONE_ID = id(None)
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:

@@ -7,18 +7,20 @@ torch's ``named_modules()`` (and with it ``named_parameters()``, ``named_buffers
 first address, keyed by ``id``.
 
 A capture reads the model twice, as the forward pass starts and as it ends, each time in one
-:func:`walk` that collects what every part of the capture needs.
+:func:`walk` that collects what every part of the capture needs (the first one its module
+records too).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import nn
 
 from .buffers import storage_keys
+from .record import RawModule
 
 #: What every module's ``__dict__`` holds for torch's own bookkeeping (flags, hook tables and
 #: the registries of parameters, buffers and children, read through their own tables): never
@@ -44,8 +46,9 @@ class Walk:
     buffer_storages: set[int] = field(default_factory=set)
 
 
-def walk(model: nn.Module) -> Walk:
-    """Read ``model``'s modules, parameters, buffers and tensor attributes as they are now."""
+def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
+    """Read ``model``'s modules, parameters, buffers and tensor attributes as they are now;
+    with ``records``, append to it each module's :class:`RawModule` (in ``modules``' order)."""
     found = Walk([])
     modules, params, buffers = found.modules, found.params, found.buffers
     seen_modules: set[int] = set()
@@ -66,6 +69,9 @@ def walk(model: nn.Module) -> Walk:
         # not as attributes, which would look through the class's MRO first.
         attributes = vars(module)
         registry = attributes["_parameters"]
+        if records is not None:
+            records.append(module_record(module, name or "self", prefix,
+                                         (name.rpartition(".")[0] or "self") if name else None, attributes))
         if registry:
             for param_name, tensor in registry.items():
                 if tensor is not None:
@@ -99,6 +105,31 @@ def walk(model: nn.Module) -> Walk:
     return found
 
 
+def module_record(module: nn.Module, address: str, prefix: str, parent: Optional[str],
+                  attributes: dict[str, Any]) -> RawModule:
+    """The :class:`RawModule` of ``module`` at ``address`` (``self``: the model itself), its
+    members' addresses starting with ``prefix``, from its ``__dict__`` ``attributes``."""
+    params, children, buffers = attributes["_parameters"], attributes["_modules"], attributes["_buffers"]
+    return RawModule(address, type(module).__name__, _names(prefix, params) if params else (), parent,
+                     _names(prefix, children) if children else (), _names(prefix, buffers) if buffers else ())
+
+
+def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
+    """Addresses of a module's own parameters, children or buffers: each object once, no ``None``
+    (what ``named_parameters(recurse=False)`` and its kin give)."""
+    ids = set(map(id, members.values()))
+    if len(ids) == len(members) and _NONE_ID not in ids:  # the common case: every name
+        return tuple(map(prefix.__add__, members))
+    seen: set[int] = set()
+    names = []
+    for name, value in members.items():
+        if value is not None and id(value) not in seen:
+            seen.add(id(value))
+            names.append(prefix + name)
+    return tuple(names)
+
+
+_NONE_ID = id(None)
 #: Types of the attribute values that are never tensors and that the walk does not look into
 #: (most module settings; ``transformers``' sets of key names).
 _PLAIN_VALUES = frozenset({int, float, bool, str, type(None), set, frozenset})
