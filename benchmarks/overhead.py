@@ -28,6 +28,9 @@ and what part is keeping the outputs.
 depend on the machine's load): one process runs every model but the 12-layer GPT-2 in each
 mode, a few times after warm-up runs, with the cyclic collector off, and only those runs are
 counted (callgrind collects inside ``functools.reduce``, which runs them, and dumps after each).
+Valgrind starts with its instrumentation off and the process turns it on once torch is imported
+and the models are built (``callgrind_control -i on``), before the warm-up runs: importing and
+building them instrumented took most of the run's time.
 
 Runs on one intra-op thread so the ratios measure per-op work, not thread scheduling, and
 times the CPU time of that thread (``time.thread_time``: on a shared machine, the time other
@@ -322,12 +325,15 @@ COUNTED_RUNS = 5
 def count(out: str) -> None:
     """Under callgrind: run each counted model in each kind, :data:`COUNTED_RUNS` times inside one
     ``functools.reduce`` (the only code collected; a dump after each); write the order to ``out``."""
-    order = []
-    gc.disable()
-    for name in COUNTED:
+    built = {}
+    for name in COUNTED:  # (built, and transformers imported, before the instrumentation starts)
         make_model, make_inputs = MODELS[name]
         torch.manual_seed(0)
-        model, inputs = make_model().eval(), make_inputs()
+        built[name] = make_model().eval(), make_inputs()
+    subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True)
+    order = []
+    gc.disable()
+    for name, (model, inputs) in built.items():
         with torch.no_grad():
             for kind, run in runs(model, inputs).items():
                 run()
@@ -343,7 +349,8 @@ def instruction_rows() -> list[list[str]]:
     """Instructions per run of each kind on each counted model, from one process under callgrind."""
     with tempfile.TemporaryDirectory() as folder:
         order_file = os.path.join(folder, "order.json")
-        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=functools_reduce",
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+                        "--toggle-collect=functools_reduce",
                         "--dump-after=functools_reduce", f"--callgrind-out-file={folder}/cg.out",
                         sys.executable, __file__, "--count", order_file], check=True, capture_output=True)
         with open(order_file) as file:
