@@ -9,12 +9,13 @@ unrolled, so scopes, helpers and recursion are followed exactly as the capture s
 what cannot be decided runs under a :class:`~analysis.passes.Count` saying so.
 
 :class:`Interpreter` is one visitor over the syntax tree: ``eval_<Node>`` for expressions,
-``exec_<Node>`` for statements, ``b_<name>`` for the builtins it models, and the call
-machinery they share. Expressions: operators on tensors are op calls through the tensor
-type's dunders, at the operator's own instruction, with the reflected dunder when only the
-right operand is a tensor (``0.5 * x`` is ``rmul``); comprehensions run in their own frame on
-3.10/3.11 and inline on 3.12+ (PEP 709); a generator expression runs lazily from whoever
-consumes it. Statements: a branch whose condition is known runs alone; one the prediction
+``exec_<Node>`` for statements (the most frequent kinds of both compiled once per node into
+closures, :func:`_runner`), ``b_<name>`` for the builtins it models, and the call machinery
+they share.
+Expressions: operators on tensors are op calls through the tensor type's dunders, at the
+operator's own instruction, with the reflected dunder when only the right operand is a tensor
+(``0.5 * x`` is ``rmul``); comprehensions run in their own frame on 3.10/3.11 and inline on
+3.12+ (PEP 709); a generator expression runs lazily from whoever consumes it. Statements: a branch whose condition is known runs alone; one the prediction
 cannot decide runs every arm under ``0..1``, except an arm that can only raise (argument
 checks); a loop over a known iterable is unrolled, one it cannot count runs its body once
 under a symbolic count. Builtins that call back (``sum``, ``map``, ``sorted``) run what they
@@ -1262,35 +1263,18 @@ class Interpreter:
     """Mixin of :class:`analysis.interpreter.Interpreter`: evaluates expression nodes."""
 
     def eval(self, node: ast.AST) -> Value:
-        kind = type(node)
-        if kind is _NAME:  # the most frequent node (45% of GPT-2's), then constants: no further dispatch
-            name = node.id  # type: ignore[attr-defined]  # (a syntax node's attribute is read the slow way)
-            stack = self.stack  # a local of the innermost frame (most names): read here, no call
-            if stack and not self.views:
-                top = stack[-1]
-                if type(top) is Frame:
-                    local = top.locals
-                    if name in local:
-                        return local[name]
-            return self.lookup(name)
-        if kind is _CONSTANT:
-            return Known(node.value)  # type: ignore[attr-defined]
-        method = _EVAL.get(kind)
-        if method is None:
-            method = _EVAL[kind] = getattr(Interpreter, "eval_" + kind.__name__, Interpreter.no_eval)
-        return method(self, node)
+        """The value of the expression ``node``, by its runner (:func:`_runner`)."""
+        try:
+            run = node.tl_run  # type: ignore[attr-defined]
+        except AttributeError:
+            run = _runner(node)
+        return run(self, node)
 
     def no_eval(self, node: ast.AST) -> Value:
         """An expression kind the run does not model."""
         return Opaque(f"{type(node).__name__} expression")
 
     # -- leaves ------------------------------------------------------------------------------
-
-    def eval_Constant(self, node: ast.Constant) -> Value:
-        return Known(node.value)
-
-    def eval_Name(self, node: ast.Name) -> Value:
-        return self.lookup(node.id)
 
     def lookup(self, name: str) -> Value:
         stack = self.stack
@@ -1459,6 +1443,7 @@ class Interpreter:
     # -- calls -------------------------------------------------------------------------------
 
     def eval_Call(self, node: ast.Call) -> Value:
+        """A call with ``*`` or ``**`` arguments (the others: :func:`_compile_call`)."""
         fn = self.eval(node.func)
         args = self.elements(node.args, node) if node.args else []
         kwargs: dict[str, Value] = {}
@@ -1477,12 +1462,6 @@ class Interpreter:
         return self.call(fn, args, kwargs)
 
     # -- attributes --------------------------------------------------------------------------
-
-    def eval_Attribute(self, node: ast.Attribute) -> Value:
-        value = self.eval(node.value)
-        if type(value) is Known and not self.views and type(value.obj) not in LIVE_CONTAINERS:
-            return self.known_attribute(value.obj, node.attr, node)  # what attribute() does with it, one call less
-        return self.attribute(value, node.attr, node)
 
     def attribute(self, value: Value, name: str, node: Optional[ast.AST] = None) -> Value:
         """``value.name``; a Python property is read by running its getter."""
@@ -1680,10 +1659,6 @@ class Interpreter:
 
     # -- operators ---------------------------------------------------------------------------
 
-    def eval_BinOp(self, node: ast.BinOp) -> Value:
-        left, right = self.eval(node.left), self.eval(node.right)
-        return self.binop(BINOPS[type(node.op)], left, right, node, BINARY)
-
     def binop(self, op: str, left: Value, right: Value, node: Optional[ast.AST], opnames: frozenset,
               inplace: bool = False) -> Value:
         """``left <op> right`` (``op`` a dunder stem: ``add``, ``lt``)."""
@@ -1856,13 +1831,6 @@ class Interpreter:
             undecided = undecided or equal is not False
         return Opaque("membership of unknown values", Nature.NUMBER) if undecided else FALSE
 
-    def eval_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
-            known = self.operand(node.operand)[1]
-            return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
-        stem, compute = UNARY[type(node.op)]
-        return self.unary(stem, self.eval(node.operand), node, compute)
-
     def unary(self, stem: str, operand: Value, node: Optional[ast.AST],
               compute: Optional[Callable[[Any], Any]] = None) -> Value:
         """``-operand`` and kin (``stem`` a dunder stem: ``neg``, ``invert``); ``compute`` the
@@ -1884,9 +1852,8 @@ class Interpreter:
         return Opaque(f"{stem} of an unknown value", operand.kind if isinstance(operand, Opaque) else Nature.ANY)
 
     def eval_Compare(self, node: ast.Compare) -> Value:
+        """A chained comparison (one of two operands: :func:`_compile_compare`)."""
         left = self.eval(node.left)
-        if len(node.ops) == 1:  # (most): its value, whose truth Python does not take here
-            return self.compare(node.ops[0], left, self.eval(node.comparators[0]), node)
         result: Value = TRUE
         for k, (op, comparator) in enumerate(zip(node.ops, node.comparators), 1 - len(node.ops)):
             right = self.eval(comparator)
@@ -1978,9 +1945,6 @@ class Interpreter:
                 return join([body, self.eval(node.orelse)])
 
     # -- subscripts --------------------------------------------------------------------------
-
-    def eval_Subscript(self, node: ast.Subscript) -> Value:
-        return self.subscript(self.eval(node.value), self.eval(node.slice), node)
 
     def subscript(self, value: Value, index: Value, node: Optional[ast.AST], option: bool = False) -> Value:
         """``value[index]`` (``option``: one combination of a value and key from undecided
@@ -2249,11 +2213,12 @@ class Interpreter:
             self.steps += 1  # self.step(), inline
             if self.steps >= self.next_check:
                 self.check_budget()
-            method = _EXEC.get(type(stmt))
-            if method is None:
-                method = _EXEC[type(stmt)] = getattr(Interpreter, "exec_" + type(stmt).__name__, Interpreter.no_exec)
             try:
-                signal = method(self, stmt)
+                run = stmt.tl_run  # type: ignore[attr-defined]
+            except AttributeError:
+                run = _runner(stmt)
+            try:
+                signal = run(self, stmt)
             except Unwinding as raised:  # raised for certain in an expression or a call: a try is around
                 return raised.signal
             if signal is not None:
@@ -2277,14 +2242,6 @@ class Interpreter:
 
     # -- simple statements -------------------------------------------------------------------
 
-    def exec_Expr(self, node: ast.Expr) -> None:
-        self.eval(node.value)
-
-    def exec_Assign(self, node: ast.Assign) -> None:
-        value = self.eval(node.value)
-        for target in node.targets:
-            self.assign(target, value)
-
     def exec_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.assign(node.target, self.eval(node.value))
@@ -2293,9 +2250,6 @@ class Interpreter:
         current = self.eval(node.target)  # its load shares the target's instructions
         value = self.binop(BINOPS[type(node.op)], current, self.eval(node.value), node, BINARY, inplace=True)
         self.assign(node.target, value)
-
-    def exec_Return(self, node: ast.Return) -> Signal:
-        return _new_signal(_RETURN, self.eval(node.value) if node.value is not None else NONE)
 
     def exec_Raise(self, node: ast.Raise) -> Signal:
         if node.exc is None:  # raise again the exception being handled
@@ -2531,14 +2485,6 @@ class Interpreter:
                 container.items[index.obj] = value
 
     # -- branches ----------------------------------------------------------------------------
-
-    def exec_If(self, node: ast.If) -> Optional[Signal]:
-        known = self.condition(node.test)
-        if known is True:
-            return self.exec_block(node.body)
-        if known is False:
-            return self.exec_block(node.orelse)
-        return self.fork([node.body, node.orelse], self.narrowed(node.test))
 
     def narrowed(self, test: ast.expr) -> list[dict[str, Value]]:
         """The names a test narrows in the arm where it holds and in the one where it fails:
@@ -3863,11 +3809,187 @@ def _always_raises(block: list[ast.stmt]) -> bool:
         isinstance(n, (ast.Return, ast.Break, ast.Continue)) for stmt in block for n in ast.walk(stmt))
 
 
-#: The visitor method of each syntax node class (``eval_Name``, ``exec_If``), looked up once per class.
-_EVAL: dict[type, Callable[..., Value]] = {}
-_EXEC: dict[type, Callable[..., Optional[Signal]]] = {}
-#: The syntax nodes :meth:`Interpreter.eval` evaluates itself (the most frequent).
-_NAME, _CONSTANT = ast.Name, ast.Constant
+#: What evaluates an expression node, ``run(interpreter, node) -> Value``, or runs a statement,
+#: ``-> Optional[Signal]`` (see :func:`_runner`).
+Run = Callable[["Interpreter", Any], Any]
+
+
+def _runner(node: ast.AST) -> Run:
+    """What evaluates or runs ``node``, made on its first run and kept on it (``tl_run``; a source
+    read again is parsed into new nodes): the most frequent kinds are compiled into closures
+    that hold their parts and run their operands' runners directly (no dispatch on the node's
+    class, no read of its fields); the others are the visitor method ``eval_<Node>`` or
+    ``exec_<Node>``."""
+    compile_ = _COMPILED.get(type(node))
+    if compile_ is not None:
+        run = compile_(node)
+    elif isinstance(node, ast.stmt):
+        run = getattr(Interpreter, "exec_" + type(node).__name__, Interpreter.no_exec)
+    else:
+        run = getattr(Interpreter, "eval_" + type(node).__name__, Interpreter.no_eval)
+    node.tl_run = run  # type: ignore[attr-defined]
+    return run
+
+
+def _compile_name(node: ast.Name) -> Run:
+    name = node.id
+
+    def run(interpreter: Interpreter, _: Any) -> Value:
+        stack = interpreter.stack  # a local of the innermost frame (most names): read here, no call
+        if stack and not interpreter.views:
+            top = stack[-1]
+            if type(top) is Frame:
+                local = top.locals
+                if name in local:
+                    return local[name]
+        return interpreter.lookup(name)
+    return run
+
+
+def _compile_constant(node: ast.Constant) -> Run:
+    value = node.value
+    return lambda interpreter, _: Known(value)
+
+
+def _compile_attribute(node: ast.Attribute) -> Run:
+    owner, name = node.value, node.attr
+    get = _runner_of(owner)
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        value = get(interpreter, owner)
+        if type(value) is Known and not interpreter.views and type(value.obj) not in LIVE_CONTAINERS:
+            return interpreter.known_attribute(value.obj, name, node)  # what attribute() does with it, one call less
+        return interpreter.attribute(value, name, node)
+    return run
+
+
+def _compile_call(node: ast.Call) -> Run:
+    """A call whose arguments are each one value (``*`` and ``**`` ones: :meth:`Interpreter.eval_Call`)."""
+    if any(isinstance(arg, ast.Starred) for arg in node.args) or any(k.arg is None for k in node.keywords):
+        return Interpreter.eval_Call
+    func = node.func
+    get = _runner_of(func)
+    args = [(_runner_of(arg), arg) for arg in node.args]
+    keywords = [(cast(str, k.arg), _runner_of(k.value), k.value) for k in node.keywords]
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        fn = get(interpreter, func)
+        values = []  # (loops: a comprehension is one more call)
+        for arg, arg_node in args:
+            values.append(arg(interpreter, arg_node))
+        kwargs = {}
+        for name, value, value_node in keywords:
+            kwargs[name] = value(interpreter, value_node)
+        interpreter.call_place(node)
+        return interpreter.call(fn, values, kwargs)
+    return run
+
+
+def _compile_binop(node: ast.BinOp) -> Run:
+    left_node, right_node, op = node.left, node.right, BINOPS[type(node.op)]
+    left, right = _runner_of(left_node), _runner_of(right_node)
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        return interpreter.binop(op, left(interpreter, left_node), right(interpreter, right_node), node, BINARY)
+    return run
+
+
+def _compile_unary(node: ast.UnaryOp) -> Run:
+    operand_node = node.operand
+    if isinstance(node.op, ast.Not):  # a bool, decided when its operand's truth is
+        def negation(interpreter: Interpreter, _: Any) -> Value:
+            known = interpreter.operand(operand_node)[1]
+            return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
+        return negation
+    stem, compute = UNARY[type(node.op)]
+    operand = _runner_of(operand_node)
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        return interpreter.unary(stem, operand(interpreter, operand_node), node, compute)
+    return run
+
+
+def _compile_compare(node: ast.Compare) -> Run:
+    """A comparison of two operands (most; chained ones: :meth:`Interpreter.eval_Compare`): its
+    value, whose truth Python does not take here."""
+    if len(node.ops) != 1:
+        return Interpreter.eval_Compare
+    left_node, op, right_node = node.left, node.ops[0], node.comparators[0]
+    left, right = _runner_of(left_node), _runner_of(right_node)
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        return interpreter.compare(op, left(interpreter, left_node), right(interpreter, right_node), node)
+    return run
+
+
+def _compile_subscript(node: ast.Subscript) -> Run:
+    value_node, index_node = node.value, node.slice
+    value, index = _runner_of(value_node), _runner_of(index_node)
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        return interpreter.subscript(value(interpreter, value_node), index(interpreter, index_node), node)
+    return run
+
+
+def _compile_expr(node: ast.Expr) -> Run:
+    value_node = node.value
+    value = _runner_of(value_node)
+
+    def run(interpreter: Interpreter, _: Any) -> None:
+        value(interpreter, value_node)
+    return run
+
+
+def _compile_assign(node: ast.Assign) -> Run:
+    value_node, targets = node.value, node.targets
+    value = _runner_of(value_node)
+    if len(targets) == 1 and isinstance(targets[0], ast.Name):  # (most): what assign() does with it
+        name = targets[0].id
+
+        def to_name(interpreter: Interpreter, _: Any) -> None:
+            interpreter.bind_name(name, value(interpreter, value_node))
+        return to_name
+
+    def run(interpreter: Interpreter, _: Any) -> None:
+        result = value(interpreter, value_node)
+        for target in targets:
+            interpreter.assign(target, result)
+    return run
+
+
+def _compile_return(node: ast.Return) -> Run:
+    value_node = node.value
+    if value_node is None:
+        return lambda interpreter, _: _new_signal(_RETURN, NONE)
+    value = _runner_of(value_node)
+    return lambda interpreter, _: _new_signal(_RETURN, value(interpreter, value_node))
+
+
+def _compile_if(node: ast.If) -> Run:
+    test, body, orelse = node.test, node.body, node.orelse
+
+    def run(interpreter: Interpreter, _: Any) -> Optional[Signal]:
+        known = interpreter.condition(test)
+        if known is True:
+            return interpreter.exec_block(body)
+        if known is False:
+            return interpreter.exec_block(orelse)
+        return interpreter.fork([body, orelse], interpreter.narrowed(test))
+    return run
+
+
+def _runner_of(node: ast.AST) -> Run:
+    try:
+        return node.tl_run  # type: ignore[attr-defined]
+    except AttributeError:
+        return _runner(node)
+
+
+_COMPILED: dict[type, Callable[[Any], Run]] = {
+    ast.Name: _compile_name, ast.Constant: _compile_constant, ast.Attribute: _compile_attribute,
+    ast.Call: _compile_call, ast.BinOp: _compile_binop, ast.UnaryOp: _compile_unary, ast.Compare: _compile_compare,
+    ast.Subscript: _compile_subscript, ast.Expr: _compile_expr, ast.Assign: _compile_assign,
+    ast.Return: _compile_return, ast.If: _compile_if}
 
 
 class _Held:
