@@ -9,7 +9,7 @@ from typing import Any, Optional
 from torch import nn
 
 from torchlens.analysis.arguments import check_bool, check_instance
-from torchlens.capture.backends import JAX, TORCH, jax_claims
+from torchlens.capture.backends import JAX, TORCH, Detector, jax_claims
 from torchlens.capture.record import RawCapture
 from torchlens.capture.session import capture_forward, uncompiled
 
@@ -23,6 +23,9 @@ from .trace import Trace
 
 #: ``tl.trace``'s options when none are given (frozen, so one instance serves every trace).
 _DEFAULT_OPTIONS = CaptureOptions()
+#: The :class:`TraceOptions` of traces made with :data:`_DEFAULT_OPTIONS`, per grouping detector
+#: and backend (frozen, so one instance serves every such trace; :func:`_trace_options`).
+_DEFAULT_TRACE_OPTIONS: dict[tuple[Detector, str], TraceOptions] = {}
 
 
 def trace(
@@ -91,7 +94,17 @@ def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: M
             "containers": ContainerRecords.bind(kept.containers, ops, model, kwargs),
         }
 
-    return Trace.later(build, TraceOptions(options, GROUPING_POLICIES[raw.detector], backend), raw.state)
+    return Trace.later(build, _trace_options(options, raw.detector, backend), raw.state)
+
+
+def _trace_options(options: CaptureOptions, detector: Detector, backend: str) -> TraceOptions:
+    """What produced a trace: ``options`` and the grouping ``detector`` supports, captured by ``backend``."""
+    if options is not _DEFAULT_OPTIONS:
+        return TraceOptions(options, GROUPING_POLICIES[detector], backend)
+    made = _DEFAULT_TRACE_OPTIONS.get((detector, backend))
+    if made is None:
+        made = _DEFAULT_TRACE_OPTIONS[detector, backend] = TraceOptions(options, GROUPING_POLICIES[detector], backend)
+    return made
 
 
 def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: Any,
