@@ -604,7 +604,8 @@ def test_an_equal_call_in_one_prediction_is_made_like_the_earlier_one_with_the_o
     equal to an earlier one gets tensors made like what that one made (clones, views of its
     argument as_strided), not a dispatch of the op, exactly where they have every bit of
     metadata the op gives run afresh on the fake mode: not for views made together, a view
-    of another dtype, outputs written in place since, or leaves that require grad."""
+    of another dtype, outputs whose metadata changed in place since, or leaves that require
+    grad (an output written into since, its metadata kept, is made like it)."""
     from torchlens.analysis.values import Known, Tensor
     from torchlens.torch_host import FakeShapes
 
@@ -630,14 +631,17 @@ def test_an_equal_call_in_one_prediction_is_made_like_the_earlier_one_with_the_o
              (torch.Tensor.transpose, (x, 0, 1), True), (torch.Tensor.__getitem__, (x, (slice(None), 1)), True),
              (torch.Tensor.transpose, (w, 0, 1), True),
              (torch.sigmoid, (w,), True), (torch.Tensor.view, (x, torch.int32), False),
-             (torch.Tensor.split, (x, 2), False), (torch.ones, (3, 7), False), (torch.exp, (x,), False),
+             (torch.Tensor.split, (x, 2), False), (torch.ones, (3, 7), False), (torch.exp, (x,), True),
+             (torch.neg, (x,), False),
              (torch.Tensor.unsqueeze, (x, 0), True)]
     for fn, args, made in cases:
         values = [Tensor(meta=a) if isinstance(a, torch.Tensor) else Known(a) for a in args]
         kwargs = {"requires_grad": Known(True)} if fn is torch.ones else {}  # a leaf that requires grad
         first = shapes.run(fn, values, kwargs)
         if fn is torch.exp:
-            first.add_(1)  # written since: its version is not a fresh output's
+            first.add_(1)  # written since, its metadata kept: a fresh one is made like it
+        elif fn is torch.neg:
+            first.unsqueeze_(0)  # its metadata changed since: the op runs
         dispatched.clear()
         second = shapes.run(fn, values, kwargs)
         own = run(shapes._fake_mode(), fn, list(args), {k: v.obj for k, v in kwargs.items()})
@@ -648,3 +652,58 @@ def test_an_equal_call_in_one_prediction_is_made_like_the_earlier_one_with_the_o
         else:
             assert everything(second) == everything(own), fn
             assert not isinstance(own, torch.Tensor) or second is not first, fn
+
+
+def test_a_view_of_a_tensor_the_op_made_is_made_again_like_it_in_the_next_prediction(monkeypatch) -> None:
+    """A warm prediction's first call of a key whose output is a view of a tensor the op made
+    (``linear`` of a 3-d or 4-d input: a view of its ``addmm``; never given again itself) is made
+    like what that call gave last time (a clone of the tensor viewed, then the view), not run
+    again: with the op's own metadata, and not the earlier tensor."""
+    from torchlens.analysis.values import Tensor
+    from torchlens.torch_host import FakeShapes
+
+    dispatched: list = []
+    run = FakeShapes._run
+    monkeypatch.setattr(FakeShapes, "_run", staticmethod(lambda mode, fn, *rest: dispatched.append(fn)
+                                                         or run(mode, fn, *rest)))
+    live = (torch.randn(3, 5, 7), torch.randn(2, 3, 5, 7), nn.Parameter(torch.randn(11, 7)),
+            nn.Parameter(torch.randn(11)))
+    fakes = [FakeShapes().fake(t) for t in live]
+    for x in fakes[:2]:
+        args = [Tensor(meta=a) for a in (x, *fakes[2:])]
+        first = FakeShapes().run(torch._C._nn.linear, args, {})
+        assert first._is_view()
+        dispatched.clear()
+        again = FakeShapes().run(torch._C._nn.linear, args, {})  # the next prediction
+        assert dispatched == []
+        own = run(FakeShapes()._fake_mode(), torch._C._nn.linear, [x, *fakes[2:]], {})
+        assert again is not first and again._base is not first._base
+
+        def everything(t):
+            return (t.shape, t.stride(), t.storage_offset(), t.dtype, t.requires_grad, t.is_leaf, t._is_view(),
+                    t._version, t.grad_fn is None)
+
+        assert everything(again) == everything(own) and everything(again._base) == everything(own._base)
+
+
+def test_an_output_the_op_wrote_into_itself_is_not_made_like_it() -> None:
+    """What the memo makes like an earlier output is a fresh tensor (version 0): only where the
+    op gave its output so (one that wrote into its own output gave version 1)."""
+    from torchlens.fake_memo import MISS
+    from torchlens.torch_host import FakeShapes
+
+    shapes = FakeShapes()
+    mode = shapes._fake_mode()
+    memo = shapes._memo
+    x = shapes.fake(torch.randn(3, 5))
+    for write, given in ((True, False), (False, True)):
+        with mode:
+            out = x * 1
+            if write:
+                out.add_(1)
+        calls: list = []
+        memo.put(calls, 0, out, [x], memo.before([x]))
+        made = memo.like(calls, 1, [x])
+        assert (made is not MISS) is given
+        if given:
+            assert made is not out and made._version == 0 and made.shape == out.shape

@@ -149,6 +149,11 @@ def _stamp(t: Any) -> tuple:
     return (tensor_key(t), t.untyped_storage()._cdata, id(constant), None if constant is None else constant._version)
 
 
+def _unwritten(t: Any) -> bool:
+    """Nothing written into ``t`` since it was made (an inference tensor keeps no version)."""
+    return not t.is_inference() and t._version == 0
+
+
 def _changes(t: Any) -> tuple:
     """What an op that writes into or changes ``t`` changes."""
     return tensor_key(t), t.untyped_storage()._cdata, None if t.is_inference() else t._version
@@ -162,10 +167,12 @@ class _Made:
     while its version is the same, nothing written into it, its base or another view of its base
     since it was made (torch refuses to read such a view after that; a fresh one it reads).
     ``base``: of a view of a tensor the op made (not an argument: ``linear`` of a 3-d input
-    views its ``addmm``), that tensor and its :func:`_stamp`; such a view is never given again,
-    only made again like it (:meth:`OpMemo.like`)."""
+    views its ``addmm``), that tensor, its :func:`_stamp` and whether the op made it unwritten;
+    such a view is never given again, only made again like it (:meth:`OpMemo.like`).
+    ``unwritten``: the op gave the tensor with version 0, as a fresh tensor has it (``linear``
+    of a 4-d input writes its bias into its ``matmul`` in place: version 1)."""
 
-    __slots__ = ("tensor", "stamp", "token", "alias", "constant", "epoch", "version", "base")
+    __slots__ = ("tensor", "stamp", "token", "alias", "constant", "epoch", "version", "base", "unwritten")
 
     def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool, token: int,
                  base: Any = None) -> None:
@@ -173,7 +180,8 @@ class _Made:
         self.tensor, self.stamp, self.alias, self.epoch = tensor, _stamp(tensor), alias, epoch
         self.version = tensor._version if together and not tensor.is_inference() else None
         self.constant = tensor.constant  # kept alive: its id is in the stamp
-        self.base = None if base is None else (base, _stamp(base))
+        self.unwritten = _unwritten(tensor)
+        self.base = None if base is None else (base, _stamp(base), _unwritten(base))
 
     def again(self, inputs: list, epoch: int, known: dict) -> Any:
         tensor = self.tensor
@@ -329,11 +337,12 @@ class OpMemo:
         return MISS if outcome is None else outcome.again(inputs, self.epoch, known)
 
     def like(self, calls: list[Optional[_Outcome]], k: int, inputs: list) -> Any:
-        """A result for the ``k``-th call of ``calls`` made like what the call before it gave,
-        without dispatching the op (:data:`MISS` where that is not exact).
+        """A result for the ``k``-th call of ``calls`` made like what that call gave before
+        (a warm prediction) or else the call before it, without dispatching the op (:data:`MISS`
+        where that is not exact).
 
         Calls with one key give results of the same metadata, so the ``k``-th call's fresh
-        tensors can be made after the ``k-1``-th's: a view of an argument as that argument
+        tensors can be made after the earlier ``k``-th's or the ``k-1``-th's: a view of an argument as that argument
         ``as_strided`` to the view's geometry, a tensor not a view made like the earlier one
         (:func:`~torchlens.fake_direct.fresh`, no dispatch), a view of a tensor the op made
         (``linear``) as such a copy of that tensor ``as_strided``: none or one dispatch
@@ -342,12 +351,14 @@ class OpMemo:
         of a cold prediction of a model repeating a block (swin_s: 18 blocks of one shape).
         Only where what is made has every bit of metadata the op's own output has: its
         :func:`tensor_key` is the one the earlier output was made with (else the op runs;
-        ``requires_grad``, leaf, view, base, strides, conjugate bits), and what is cloned still
-        has the metadata it was made with, version 0 and no constant. Not for views made
+        ``requires_grad``, leaf, view, base, strides, conjugate bits), and what is cloned was
+        made with version 0, still has the metadata it was made with (written into since, as
+        swin_v2's ``relu_`` writes into its ``linear``'s output, it still has) and no constant. Not for views made
         together (``split``: torch treats writes into them apart). An argument returned is
         this call's argument; a value (or a raise) is the same. What is made has another
         ``grad_fn`` (``_FreshBackward``, ``AsStridedBackward0``: fakes are never run backward)."""
-        if not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None:
+        outcome = calls[k] if k < len(calls) else None
+        if outcome is None and (not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None):
             return MISS
         if not outcome.parts:
             return outcome.value
@@ -362,13 +373,13 @@ class OpMemo:
             if part.alias is not None:
                 again = as_strided(self.mode, inputs[part.alias], *made[:3])
             elif part.base is not None:
-                base, stamp = part.base
-                if base._version or _stamp(base) != stamp or (copy := self._fresh(base, inputs)) is None:
+                base, stamp, unwritten = part.base
+                if not unwritten or _stamp(base) != stamp or (copy := self._fresh(base, inputs)) is None:
                     return MISS
                 again = as_strided(self.mode, copy, *made[:3])
             else:
                 tensor = part.tensor
-                if tensor._version or _stamp(tensor) != part.stamp or (again := self._fresh(tensor, inputs)) is None:
+                if not part.unwritten or _stamp(tensor) != part.stamp or (again := self._fresh(tensor, inputs)) is None:
                     return MISS
             if tensor_key(again) != made:
                 return MISS
