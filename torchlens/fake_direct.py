@@ -103,9 +103,15 @@ class _Unsure(Exception):
     """An argument the twins cannot stand for exactly."""
 
 
+#: How a view was made, as autograd keeps it: an in-place op may write into a view that requires
+#: grad only where it was made alone (not by ``unbind``/``split``, not in no-grad mode).
+_creation_meta, _ONE_VIEW = torch._C._autograd._get_creation_meta, torch._C._autograd.CreationMeta.DEFAULT
+
+
 class _Written(torch.autograd.Function):
     """Gives a fake that requires grad the history of an in-place op on it (marked dirty: no
-    leaf, a new ``grad_fn``), without an op."""
+    leaf, a new ``grad_fn``; a view's base gets the history of a write into it, as the op's
+    own), without an op."""
 
     @staticmethod
     def forward(ctx: Any, target: Any) -> Any:
@@ -224,6 +230,55 @@ def _run(fn: Any, args: list, kwargs: dict) -> Any:
         return NOT_DONE
 
 
+def _written_twin(fn: Any, twin: Any, args: list, kwargs: dict) -> Optional[int]:
+    """How far the in-place op ``fn`` moves the version counter of ``twin`` (its first argument,
+    the only tensor; no grad), or ``None`` where it raises, changes the twin's metadata or gives
+    something else than the op gives. What it did is kept by everything it depends on (the
+    twin's metadata, the other arguments by type and value): the twin runs once per key
+    (on meta tensors, torch's elementwise ops go through its Python references, ~0.5-1 ms;
+    swin_v2 writes ``relu_`` and ``zero_`` 24 times each a prediction)."""
+    try:
+        key: Any = (fn, twin.shape, twin.stride(), twin.dtype, _plain_key(args[1:]), _plain_key(kwargs))
+    except _Unsure:
+        key = None
+    else:
+        if key in _WRITTEN:
+            return _WRITTEN[key]
+    shape, stride, dtype = twin.shape, twin.stride(), twin.dtype
+    out = _run(fn, args, kwargs)
+    moved = None if out is NOT_DONE or twin.shape != shape or twin.stride() != stride or twin.dtype != dtype \
+        or out is not (None if fn is torch.Tensor.__setitem__ else twin) else twin._version
+    if key is not None:
+        if len(_WRITTEN) >= _WRITTEN_KEPT:
+            _WRITTEN.clear()
+        _WRITTEN[key] = moved
+    return moved
+
+
+#: What :func:`_written_twin` saw, by its key; at most :data:`_WRITTEN_KEPT` kept.
+_WRITTEN: dict[tuple, Optional[int]] = {}
+_WRITTEN_KEPT = 4096
+#: Plain values a key holds as they are (with their type: ``1``, ``1.0`` and ``True`` are equal).
+_KEYED = frozenset({int, bool, str, type(None), type(Ellipsis), torch.dtype, torch.memory_format})
+
+
+def _plain_key(value: Any) -> Any:
+    """A plain value (of :data:`_PLAIN`, or sequences or a dict of them) as a key that tells
+    apart every two values an op could treat differently; :class:`_Unsure` for anything else."""
+    kind = type(value)
+    if kind in _KEYED:
+        return kind, value
+    if kind is float:
+        return kind, value.hex()
+    if kind is tuple or kind is list or kind is torch.Size:
+        return kind, tuple(_plain_key(v) for v in value)
+    if kind is slice:
+        return kind, _plain_key(value.start), _plain_key(value.stop), _plain_key(value.step)
+    if kind is dict:
+        return kind, tuple((k, _plain_key(v)) for k, v in value.items())
+    raise _Unsure
+
+
 def _twin(value: Any, mode: Any, fakes: list) -> Any:
     kind = type(value)
     if kind is FakeTensor:
@@ -276,8 +331,9 @@ def in_place(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
     the fake is what it did to the twin: its version counter moved as far (shared with its
     views and base, as the op's), and where the fake requires grad a new history
     (:class:`_Written`). Only where that is all the op does: the fake requires no grad (nor
-    does the tensor it views), or it requires grad in grad mode, is no leaf and no view (an
-    in-place write into a leaf that requires grad raises; the fake mode runs it and says so);
+    does the tensor it views), or it requires grad in grad mode and is no leaf, nor a view of
+    one, nor a view made with others or in no-grad mode (torch refuses to write into those; the
+    fake mode runs it and says so);
     ``__setitem__`` only into a fake that requires no grad. Gives the fake (``None`` from
     ``__setitem__``), as the op does."""
     twinned = _twinned(mode, fn, _IN_PLACE, args, kwargs) if args else None
@@ -289,18 +345,17 @@ def in_place(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
         return NOT_DONE
     twin = fakes[0][0]
     if target.requires_grad:
-        if fn is torch.Tensor.__setitem__ or not torch.is_grad_enabled() or target.is_leaf or target._is_view():
+        if fn is torch.Tensor.__setitem__ or not torch.is_grad_enabled() or target.is_leaf or target._is_view() \
+                and (target._base.is_leaf or _creation_meta(target) != _ONE_VIEW):
             return NOT_DONE
         twin.requires_grad_(False)
     elif target._is_view() and target._base.requires_grad:
         return NOT_DONE
-    shape, stride, dtype = twin.shape, twin.stride(), twin.dtype
-    out = _run(fn, twin_args, twin_kwargs)
-    if out is NOT_DONE or twin.shape != shape or twin.stride() != stride or twin.dtype != dtype \
-            or out is not (None if fn is torch.Tensor.__setitem__ else twin):
+    moved = _written_twin(fn, twin, twin_args, twin_kwargs)
+    if moved is None:
         return NOT_DONE
-    version = target._version + twin._version
+    version = target._version + moved
     if target.requires_grad:
         _Written.apply(target)
     torch._C._autograd._unsafe_set_version_counter((target,), (version,))
-    return None if out is None else target
+    return None if fn is torch.Tensor.__setitem__ else target
