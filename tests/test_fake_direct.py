@@ -271,7 +271,8 @@ def test_in_place_ops_done_without_the_fake_mode_do_what_it_does(grad_mode) -> N
 def test_fakes_of_live_tensors_made_directly_are_the_mode_s_own() -> None:
     """:func:`live` makes the fake ``from_tensor`` makes of a parameter or a buffer (every dtype,
     layout and grad setting, 0-d included), kept in the mode's memo (the mode's own conversion
-    of that tensor gives it back); and none of what it cannot stand for (a view, a tensor
+    of that tensor gives it back; a view, the only one of its base, with its base); and none
+    of what it cannot stand for (a view of a tensor other views share, or that requires grad, a tensor
     sharing its storage, a subclass, a tensor with a grad or attributes, an inference tensor,
     a storage larger than the tensor, one of at most one element)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -289,12 +290,19 @@ def test_fakes_of_live_tensors_made_directly_are_the_mode_s_own() -> None:
                 tensors += [nn.Parameter(t.clone()), nn.Parameter(t.clone(), requires_grad=False)]
     tensors.append(nn.Parameter(torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)))
     tensors.append(torch.empty_strided((4, 3), (1, 4)))  # transposed strides, alone on its storage
+    # views of a tensor nothing else holds (swin's relative_position_index: a flatten() registered)
+    tensors += [torch.arange(24).reshape(2, 3, 4).sum(-1).flatten(), torch.randn(4, 3)[1:], torch.randn(4, 6).t(),
+                torch.randn(4, 6)[1], torch.randn(4, 6)[:, ::2]]
     for tensor in tensors:
         mode, other = FakeTensorMode(allow_non_fake_inputs=True), FakeTensorMode(allow_non_fake_inputs=True)
         made = live(mode, tensor)
         assert made is not None, (type(tensor), tensor.shape, tensor.dtype)
         assert mode.from_tensor(tensor) is made
-        assert everything(made, mode) == everything(other.from_tensor(tensor), other)
+        own = other.from_tensor(tensor)
+        assert everything(made, mode) == everything(own, other)
+        if tensor._is_view():
+            assert mode.from_tensor(tensor._base) is made._base
+            assert everything(made._base, mode) == everything(own._base, other)
 
     shared = torch.randn(3, 4)
     kept = shared.detach()  # noqa: F841 - shares the storage while alive
@@ -306,7 +314,9 @@ def test_fakes_of_live_tensors_made_directly_are_the_mode_s_own() -> None:
         inference = torch.randn(3)
     larger = torch.randn(6)[:3].clone()
     larger.set_(torch.randn(6).untyped_storage(), 0, (3,), (1,))
-    for tensor in (torch.randn(4, 3)[1:], shared, with_grad, tagged, inference, larger, torch.tensor(3), torch.zeros(1),
+    viewed = torch.randn(4, 3)
+    other_view = viewed[:1]  # noqa: F841 - another view of the same base while alive
+    for tensor in (viewed[1:], nn.Parameter(torch.randn(4, 3))[1:], torch.randn(4, 3).requires_grad_()[1:], shared, with_grad, tagged, inference, larger, torch.tensor(3), torch.zeros(1),
                    torch.zeros(0, 3),
                    torch.randn(2, 3).requires_grad_() * 2):
         assert live(FakeTensorMode(allow_non_fake_inputs=True), tensor) is None

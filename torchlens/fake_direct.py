@@ -148,18 +148,26 @@ def live(mode: Any, tensor: torch.Tensor) -> Any:
     makes it (a leaf of the same metadata on a meta storage of the same size, marked a
     parameter if it is one, and kept in the mode's memo of converted tensors), without its
     conversion machinery (~0.2 ms a tensor: densenet201 converts 1,208); ``None`` where the
-    tensor is anything but a plain dense leaf alone on its storage: a view, a tensor sharing
+    tensor is anything but a plain dense leaf alone on its storage (or the only view of one,
+    :func:`_live_view`): a view of anything else, a tensor sharing
     its storage with another (the mode's fakes of them share one), a subclass, one with a
     ``grad`` or attributes of its own, an inference, conjugate or negative tensor, a storage
     larger than the tensor, or one of at most one element (the mode reads what a 0-d integer
     tensor holds: torch 2.14 keeps its ``item()``)."""
+    if tensor._is_view():
+        return _live_view(mode, tensor)
+    return _live(mode, tensor, 0)
+
+
+def _live(mode: Any, tensor: torch.Tensor, views: int) -> Any:
+    """:func:`live` of a tensor that is no view, its storage held by it and ``views`` views of it."""
     kind = type(tensor)
-    if kind is not torch.Tensor and kind is not torch.nn.Parameter or tensor._is_view() or not tensor.is_leaf \
+    if kind is not torch.Tensor and kind is not torch.nn.Parameter or not tensor.is_leaf \
             or tensor.layout is not torch.strided or tensor.is_conj() or tensor.is_neg() or tensor.is_inference() \
             or tensor.storage_offset() or tensor.numel() < 2 or tensor.grad is not None or tensor.__dict__:
         return None
     storage = tensor.untyped_storage()
-    if torch._C._storage_Use_Count(storage._cdata) != _unshared():
+    if torch._C._storage_Use_Count(storage._cdata) != _unshared() + views:
         return None
     elem = torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta",
                                requires_grad=tensor.requires_grad)
@@ -169,6 +177,23 @@ def live(mode: Any, tensor: torch.Tensor) -> Any:
     if kind is torch.nn.Parameter:
         fake._is_param = True
     mode.fake_tensor_converter.set_tensor_memo(tensor, fake)
+    return fake
+
+
+def _live_view(mode: Any, view: torch.Tensor) -> Any:
+    """:func:`live` of a buffer that is the only view of its base (swin's
+    ``relative_position_index``, registered as a ``flatten()``: ~2 ms each through the mode's
+    conversion): the fake of its base, viewed as the conversion views it (``as_strided``, no
+    grad), both kept in the mode's memo (as the conversion keeps them: the base's fake is
+    the one a later conversion of the base gives); ``None`` for anything else."""
+    base = view._base
+    if type(view) is not torch.Tensor or view.requires_grad or base.requires_grad or view.grad is not None \
+            or view.__dict__ or view.is_conj() or view.is_neg() or view.numel() < 2 \
+            or (fake_base := _live(mode, base, 1)) is None:
+        return None
+    with torch.no_grad():
+        fake = fake_composite.as_strided(mode, fake_base, view.shape, view.stride(), view.storage_offset())
+    mode.fake_tensor_converter.set_tensor_memo(view, fake)
     return fake
 
 
