@@ -1259,8 +1259,7 @@ class Interpreter:
         if frame is not None:
             frame.at = frame.source.place(node, CALL_OPS)
 
-
-    """Mixin of :class:`analysis.interpreter.Interpreter`: evaluates expression nodes."""
+    # -- expressions -------------------------------------------------------------------------
 
     def eval(self, node: ast.AST) -> Value:
         """The value of the expression ``node``, by its runner (:func:`_runner`)."""
@@ -2959,9 +2958,6 @@ class Interpreter:
         code, found = frame.source.instrs.get(id(node), (None, ()))
         offsets = [offset for offset, opname in found if opname in opnames]
         frame.at = instruction_place(code, offsets[k]) if code is not None and k < len(offsets) else None
-
-
-    """Mixin of :class:`analysis.interpreter.Interpreter`: builtins and iteration."""
 
     # -- iteration ---------------------------------------------------------------------------
 

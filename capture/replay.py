@@ -147,10 +147,10 @@ class Modes:
         torch.set_default_dtype(self.default_dtype)
 
 
-
 #: Process-wide: the modes met (autocast enabled and dtype per device, grad mode, default dtype,
 #: as :meth:`Modes.now` reads them) -> their record. Bounded: a few flags and dtypes.
 _KNOWN_MODES: dict[tuple, Modes] = {}
+
 
 class ModesJournal:
     """The modes a capture's calls ran under, each distinct one once (``RecordedCall.modes``)."""

@@ -130,6 +130,7 @@ def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
 
 
 _NONE_ID = id(None)
+
 #: Types of the attribute values that are never tensors and that the walk does not look into
 #: (most module settings; ``transformers``' sets of key names).
 _PLAIN_VALUES = frozenset({int, float, bool, str, type(None), set, frozenset})
