@@ -187,8 +187,8 @@ def _live_view(mode: Any, view: torch.Tensor) -> Any:
     grad), both kept in the mode's memo (as the conversion keeps them: the base's fake is
     the one a later conversion of the base gives); ``None`` for anything else."""
     base = view._base
-    if type(view) is not torch.Tensor or view.requires_grad or base.requires_grad or view.grad is not None \
-            or view.__dict__ or view.is_conj() or view.is_neg() or view.numel() < 2 \
+    if base is None or type(view) is not torch.Tensor or view.requires_grad or base.requires_grad \
+            or view.grad is not None or view.__dict__ or view.is_conj() or view.is_neg() or view.numel() < 2 \
             or (fake_base := _live(mode, base, 1)) is None:
         return None
     with torch.no_grad():
