@@ -21,7 +21,7 @@ import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from .passes import Count
+from .passes import ONE, Count
 from .values import NONE, Known, Lazy, Nature, Opaque, Seq, Tensor, Value, concrete, join, may_hold_tensor
 
 if TYPE_CHECKING:
@@ -136,7 +136,9 @@ def _map(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optio
 def _zip(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
     listed = [run.iterate(a) for a in args]  # iter() of each, at the zip(...) call
     if None in listed and any(items is not None for items in listed):
-        return Lazy(lambda: _zip_unknown_length(run, args, listed), "zip")
+        strict = kwargs.get("strict")
+        strict_known = isinstance(strict, Known) and bool(strict.obj)
+        return Lazy(lambda: _zip_unknown_length(run, args, listed, strict_known), "zip")
     sources = [items if items is not None else _unknown_items(run, a, "zip") for a, items in zip(args, listed)]
 
     def start() -> Iterator[Value]:
@@ -146,13 +148,15 @@ def _zip(run: Interpreter, args: list[Value], kwargs: dict[str, Value]) -> Optio
     return Lazy(start, "zip")
 
 
-def _zip_unknown_length(run: Interpreter, args: list[Value], listed: list) -> Iterator[Value]:
+def _zip_unknown_length(run: Interpreter, args: list[Value], listed: list, strict: bool) -> Iterator[Value]:
     """``zip`` of sources some of whose items are known and some not: as many rows as the
     shortest source, so at most as many as the known ones have, each taken ``0..1`` times (the
-    k-th row holds the known sources' k-th items)."""
+    k-th row holds the known sources' k-th items); with ``strict=True`` each once (a source of
+    another length raises in the forward)."""
+    each = ONE if strict else Count(0, 1, "", "zip runs over items whose number is not static")
     for row in zip(*(items for items in listed if items is not None)):
         known = iter(row)
-        with run.scaled(Count(0, 1, "", "zip runs over items whose number is not static")):
+        with run.scaled(each):
             yield Seq([next(known) if items is not None else run.element(a) for a, items in zip(args, listed)])
 
 

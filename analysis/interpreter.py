@@ -222,6 +222,10 @@ class Boundary:
     address: str
 
 
+#: The methods of a generator the run follows (``next`` is the builtin's).
+_GENERATOR_METHODS = frozenset({"send", "close"})
+
+
 class _Closed(BaseException):
     """Unwinds a generator body whose consumer went away."""
 
@@ -248,6 +252,9 @@ class Resumable:
         self._base: Optional[Count] = None
         #: What ``send`` passes in: the value of the ``yield`` the body waits at.
         self.sent: Value = NONE
+        #: Raises taken as not run (:attr:`Interpreter.unraised`) while the body waited at a
+        #: ``yield``: the consumer's, which a ``with`` around the yield does not count as its own.
+        self.unraised_outside = 0
 
     def __iter__(self) -> Iterator[Value]:
         return self
@@ -282,9 +289,10 @@ class Resumable:
         """On the body's thread: hand ``item`` to the consumer, wait to be resumed, and return
         what it sent (``None`` for ``next``)."""
         self._item = item
-        mine = self.run.mult
+        mine, unraised = self.run.mult, self.run.unraised
         self._to_consumer.release()
         self._to_body.acquire()
+        self.unraised_outside += self.run.unraised - unraised
         if self._closed:
             raise _Closed
         self.run.mult = mine  # the body goes on as often as it got here, whatever the consumer's count
@@ -292,7 +300,11 @@ class Resumable:
         return sent
 
     def close(self) -> None:
-        if self._thread is not None and not self._done:
+        """``gen.close()``: a body not started or finished runs nothing and is done; one left at
+        a ``yield`` is unwound there (a note where a ``finally`` or ``__exit__`` would run)."""
+        if self._thread is None:
+            self._done = True
+        elif not self._done:
             if _cleans_up(self.frame.node):
                 code = self.frame.code
                 self.run.note(f"generator {code.co_name} ({_short(code.co_filename)}:{code.co_firstlineno}) is left "
@@ -1486,7 +1498,7 @@ class Interpreter:
         fields = getattr(value.kind, "_fields", ()) if isinstance(value, Seq) else ()
         if isinstance(value, Seq) and name in fields and not value.unsure:
             return value.items[fields.index(name)]  # a named tuple's field
-        if isinstance(value, (Seq, Dict)) or isinstance(value, Lazy) and name == "send":
+        if isinstance(value, (Seq, Dict)) or isinstance(value, Lazy) and name in _GENERATOR_METHODS:
             return Bound(Known(PyMethod(name)), value)
         if isinstance(value, Function):
             return value.attrs.get(name, Opaque(f"attribute {name} of a function"))
@@ -2876,11 +2888,12 @@ class Interpreter:
             value = self.special_call(manager, "__enter__", [], node)
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, value)
-        unraised = self.unraised
+        unraised = self.own_unraised()
         signal = self.exec_block(node.body)
         raising = signal is not None and signal.kind is Exit.RAISE
-        if (raising or self.unraised != unraised) and not all(map(self.never_suppresses, managers)):
-            if self.unraised != unraised:
+        unraised_in_body = self.own_unraised() != unraised
+        if (raising or unraised_in_body) and not all(map(self.never_suppresses, managers)):
+            if unraised_in_body:
                 self.note(f"with{self.where(node)}: its body is predicted as not raising where it may; if it "
                           "raises and __exit__ suppresses the exception, the ops after the raise do not run")
             if raising:
@@ -2896,6 +2909,13 @@ class Interpreter:
         return signal
 
     exec_AsyncWith = exec_With
+
+    def own_unraised(self) -> int:
+        """:attr:`unraised`, less what the consumer of the running generator took as not raising
+        while it waited at a ``yield`` (a raise there is the consumer's: its own ``with`` says so)."""
+        frame = self.frame
+        running = frame.resumable if frame is not None else None
+        return self.unraised - (running.unraised_outside if running is not None else 0)
 
     def never_suppresses(self, manager: Value) -> bool:
         """Whether ``manager``'s ``__exit__`` is Python whose every ``return`` gives ``None`` or
@@ -3124,10 +3144,13 @@ class Interpreter:
         """Methods of the lists, tuples and dicts the code builds (``kwargs.get``, ``xs.append``)."""
         first = args[0] if args else NONE
         key = first.obj if isinstance(first, Known) else object()
-        if isinstance(receiver, Lazy) and name == "send":  # gen.send(v): the body resumes from here
+        if isinstance(receiver, Lazy) and name in _GENERATOR_METHODS:  # gen.send(v): the body resumes from here
             running = receiver.items()
             if not isinstance(running, Resumable):
-                return Opaque("send to an iterator that is not a generator")
+                return Opaque(f"{name} of an iterator that is not a generator")
+            if name == "close":
+                running.close()
+                return NONE
             running.sent = first
             try:
                 return next(running)
@@ -3401,8 +3424,12 @@ class Interpreter:
             try:
                 item, sure = self.pull(iterator, bool(options))
             except StopIteration:
-                end = args[1] if len(args) > 1 else Opaque("next of an exhausted iterator raises StopIteration")
-                options.append(end)
+                if len(args) > 1:
+                    options.append(args[1])
+                    break
+                if not options:  # exhausted for sure: a try around it sees StopIteration raised here
+                    self.unwind(Signal(Exit.RAISE, error=StopIteration, site=f"StopIteration raised{self.where()}"))
+                options.append(Opaque("next of an exhausted iterator raises StopIteration"))
                 break
             options.append(item)
             if sure:

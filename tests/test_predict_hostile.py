@@ -108,7 +108,9 @@ def test_exact_where_it_says_nothing():
     branches whose every arm raises inside a try, a try around a cached plan or a dict read that cannot raise,
     a generator expression's items asked for at two places, lists, tuples and dicts a module holds compared with
     ones the code makes, callable() of a tensor an op made, an argument check
-    inside a with whose __exit__ cannot suppress."""
+    inside a with whose __exit__ cannot suppress, generators closed (started or not), next of an exhausted iterator
+    caught, a context manager whose generator yields inside a with of its own,
+    zip(strict=True) of a source whose length the data decides."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -118,7 +120,7 @@ def test_exact_where_it_says_nothing():
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
              "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared",
-             "CallableChecks", "ArgumentCheckInWith"]
+             "CallableChecks", "ArgumentCheckInWith", "GeneratorProtocol", "ZipStrict"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -146,6 +148,13 @@ def test_zip_of_a_known_and_an_unknown_length_runs_each_known_item_at_most_once(
     counts = {(layer.module, layer.func_name): str(layer.count) for layer in pred.layers}
     assert counts[("self", "sin")] == "1" and counts[("self", "mul")] == "2", counts  # levels 1, 0: known
     assert counts[("layers.0", "linear")] == counts[("layers.1", "linear")] == "1+0..1", counts
+
+
+def test_zip_strict_of_an_unknown_length_runs_each_known_item_once():
+    model, inputs = MODELS["ZipStrict"]
+    pred = exact(model, *inputs)
+    counts = {(layer.module, layer.func_name): str(layer.count) for layer in pred.layers}
+    assert counts[("layers.0", "linear")] == counts[("layers.1", "linear")] == "1", counts
 
 
 def test_operator_functions_and_builtins_given_tensors_run_the_tensors_operators():

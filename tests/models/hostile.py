@@ -487,6 +487,60 @@ class Nexts(nn.Module):
         return first + a * b, torch.stack(rest), next(iter([]), x).sin(), sent
 
 
+def _forwarding(fn):
+    """A decorator whose wrapper is a plain function returning what ``fn`` returns (as
+    ``typing_extensions.deprecated`` wraps torch's ``sdp_kernel``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _scaled_inside(x):
+    yield x * 3
+
+
+@contextlib.contextmanager
+@_forwarding
+def _outer_scaled(x):
+    """A context manager from a forwarded generator whose ``yield`` sits in a ``with`` of its
+    own (the shape of torch's deprecated ``sdp_kernel``)."""
+    with _scaled_inside(x) as y:
+        try:
+            yield y
+        finally:
+            pass
+
+
+class GeneratorProtocol(nn.Module):
+    """``close`` of generators (left at a plain ``yield``, and never started), ``next`` of an
+    exhausted iterator caught by its ``except StopIteration``, and a context manager whose
+    generator is made by a forwarding wrapper and yields inside a ``with``."""
+
+    def steps(self, x):
+        yield x.sin()
+        yield x.cos()
+
+    def forward(self, x):
+        with _outer_scaled(x) as y:
+            x = x + y
+        gen = self.steps(x)
+        first = next(gen)
+        gen.close()  # left at its first yield: cos never runs
+        unstarted = self.steps(x)
+        unstarted.close()
+        rows = iter(x[:1])
+        head = next(rows)
+        try:
+            tail = next(rows)
+        except StopIteration:
+            tail = head.tanh()
+        return first + next(gen, x).exp() + next(unstarted, x).relu() + tail
+
+
 class Cached(nn.Module):
     """A method under ``functools.lru_cache``: whether it runs depends on its cache (a miss, then
     a hit; another key, then a miss again past ``maxsize``)."""
@@ -1711,6 +1765,20 @@ class EnumerateFrom(nn.Module):
         return x
 
 
+class ZipStrict(nn.Module):
+    """``zip(..., strict=True)`` of a source whose length the data decides with a ``ModuleList``:
+    the source is as long as the list (or zip raises), so each module runs once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x):
+        for _, linear in zip(range(int(x.abs().sum() > 0) * 2), self.layers, strict=True):
+            x = linear(x)
+        return x
+
+
 class ZipMixedLengths(nn.Module):
     """``zip`` of a source whose length the data decides with a ``ModuleList``: each pass runs
     another module, so each is optional (only the first module was predicted, N times, silently);
@@ -1802,7 +1870,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ParameterQueries, KnownLists, NumpyNumbers, CaughtByClass, UnknownClassRaised,
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
-             EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith]
+             EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
+             ZipStrict]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
