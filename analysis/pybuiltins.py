@@ -120,6 +120,9 @@ LIVE_CONTAINERS: dict[type, frozenset] = {
 _PLAIN_RECEIVERS = (str, bytes, int, float, complex, tuple, frozenset, range, dict, list, set, type(None),
                     re.Pattern, re.Match)
 
+#: Methods of a class that read it and change nothing (``type.__subclasses__``, ``type.mro``).
+_CLASS_QUERIES = frozenset({"__subclasses__", "mro"})
+
 
 def is_pure(fn: Any) -> bool:
     """Whether a builtin may be called for real on concrete arguments (no side effect, no op)."""
@@ -133,7 +136,8 @@ def is_pure(fn: Any) -> bool:
         return fn.__name__ not in MUTATORS
     if isinstance(fn, types.MethodDescriptorType) and fn.__objclass__ in _PLAIN_RECEIVERS:  # dict.get(d, k)
         return fn.__name__ not in MUTATORS
-    return False
+    # a class's own queries: its subclasses now (einops' backend lookup walks them), its MRO
+    return isinstance(fn, types.BuiltinMethodType) and isinstance(receiver, type) and fn.__name__ in _CLASS_QUERIES
 
 
 def numbers_ufunc(fn: Any, args: list[Value], kwargs: dict[str, Value]) -> bool:

@@ -110,7 +110,7 @@ def test_exact_where_it_says_nothing():
     ones the code makes, callable() of a tensor an op made, an argument check
     inside a with whose __exit__ cannot suppress, generators closed (started or not), next of an exhausted iterator
     caught, a context manager whose generator yields inside a with of its own,
-    zip(strict=True) of a source whose length the data decides."""
+    zip(strict=True) of a source whose length the data decides, a class's __subclasses__ walked by a worklist."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -120,7 +120,8 @@ def test_exact_where_it_says_nothing():
              "MutatorNames", "ParameterQueries", "KnownLists", "NumpyNumbers", "TryExcept", "CaughtByClass",
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
              "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared",
-             "CallableChecks", "ArgumentCheckInWith", "GeneratorProtocol", "ZipStrict"]
+             "CallableChecks", "ArgumentCheckInWith", "GeneratorProtocol", "ZipStrict",
+             "SubclassWalk"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

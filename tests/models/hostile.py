@@ -15,6 +15,7 @@ import importlib.util
 import itertools
 import math
 import operator
+import sys
 import typing
 from typing import Any
 
@@ -1765,6 +1766,34 @@ class EnumerateFrom(nn.Module):
         return x
 
 
+class _Backend:
+    framework = ""
+
+
+class _TorchBackend(_Backend):
+    framework = "torch"
+
+
+class _NumpyBackend(_TorchBackend):
+    framework = "numpy"
+
+
+class SubclassWalk(nn.Module):
+    """einops' backend lookup on its first call: a worklist of ``__subclasses__`` of a class
+    grown with ``+=`` inside a ``while``, the first whose name is imported picked."""
+
+    def backend(self):
+        found, todo = [], _Backend.__subclasses__()
+        while todo:
+            cls = todo.pop()
+            todo += cls.__subclasses__()
+            found.append(cls)
+        return next(cls for cls in found if cls.framework == "torch" and cls.framework in sys.modules)
+
+    def forward(self, x):
+        return x.relu() if self.backend() is _TorchBackend else x.sin()
+
+
 class ZipStrict(nn.Module):
     """``zip(..., strict=True)`` of a source whose length the data decides with a ``ModuleList``:
     the source is as long as the list (or zip raises), so each module runs once."""
@@ -1871,7 +1900,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
              EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
-             ZipStrict]
+             ZipStrict, SubclassWalk]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
