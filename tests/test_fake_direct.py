@@ -16,12 +16,14 @@ from torchlens.torch_host import FakeShapes
 
 def _everything(t, mode, inputs) -> tuple:
     """All a fake has that a prediction (or the code it reads) can see, its view and storage
-    relations to ``inputs`` included (not its ``grad_fn``'s type: ``grad_fn is None`` only)."""
+    relations to ``inputs`` and its attributes and dispatch keys included (not its ``grad_fn``'s
+    type: ``grad_fn is None`` only)."""
     if not isinstance(t, torch.Tensor):
         return ("value", t)
     base = t._base
     storage = t.untyped_storage()._cdata
-    return (type(t), t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.fake_device, t.layout,
+    attributes = {name: "the mode" if value is mode else value for name, value in vars(t).items()}
+    return (attributes, torch._C._dispatch_keys(t), type(t), t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.fake_device, t.layout,
             t.requires_grad, t.is_leaf, t._is_view(), t.untyped_storage().nbytes(), t.is_conj(), t.is_neg(),
             t.is_inference(), t._version, t.grad_fn is None, t.constant is None, t.fake_mode is mode,
             [k for k, i in enumerate(inputs) if i is t], [k for k, i in enumerate(inputs)
@@ -359,6 +361,28 @@ def test_views_made_without_the_fake_mode_are_its_own(grad_mode) -> None:
     assert constant.constant is not None
     assert fake_composite.as_strided(mode, constant, (1,), (0,), 0).constant is not None
     assert compared > 100
+
+
+def test_fakes_wrapped_without_the_constructor_are_its_own(monkeypatch) -> None:
+    """:func:`~torchlens.fake_composite.wrapped` makes what ``FakeTensor(mode, elem, device)``
+    makes (attributes, dispatch keys, metadata), for modes that guard data pointers either way;
+    in the constructor's debug mode (a traceback kept) and for another device it is the
+    constructor's own."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorConfig, FakeTensorMode
+
+    compared = 0
+    for unsafe in (False, True):
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        mode._allow_unsafe_data_ptr_access = unsafe
+        for shape, stride, dtype, grad in [((2, 3), (3, 1), torch.float32, False), ((2, 3), (1, 2), torch.float32, True),
+                                           ((4,), (2,), torch.int64, False), ((), (), torch.bfloat16, True)]:
+            elem = torch.empty_strided(shape, stride, dtype=dtype, device="meta", requires_grad=grad)
+            made, own = fake_composite.wrapped(mode, elem, torch.device("cpu")), FakeTensor(mode, elem, torch.device("cpu"))
+            assert _everything(made, mode, []) == _everything(own, mode, [])
+            compared += 1
+    assert compared == 8
+    monkeypatch.setattr(FakeTensorConfig, "debug", True)
+    assert hasattr(fake_composite.wrapped(mode, torch.empty(2, device="meta"), torch.device("cpu")), "_debug_trace")
 
 
 def test_an_in_place_op_runs_on_a_twin_once_per_key(monkeypatch) -> None:

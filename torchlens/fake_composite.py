@@ -26,23 +26,29 @@ here a few dispatches on meta tensors.
 :func:`as_strided` makes the view of a fake that an op's output (from its twins) or a kept one
 (``fake_memo``) is, as the fake mode's ``as_strided`` makes it (its meta kernel run on the fake,
 wrapped as a fake) without the mode's cache and checks: ~0.1 ms less a view (maxvit_t makes ~600).
+
+:func:`wrapped` is ``FakeTensor(mode, elem, device)`` (a meta tensor wrapped as a fake on the
+CPU, as the mode wraps its outputs) without the constructor's Python argument handling and its
+memo descriptors (~25 us a fake, ~5 here; a cold swin_v2_s makes ~2,000): what the constructor
+does, its attributes copied from one fake it made.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Optional
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorConfig, FakeTensorMode, in_kernel_invocation_manager
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["NAMES", "Unsure", "as_the_fake_mode", "as_strided"]
+__all__ = ["NAMES", "Unsure", "as_the_fake_mode", "as_strided", "wrapped"]
 
 #: Composite ops run under :func:`as_the_fake_mode` (names looked up as ``fake_direct``'s are).
 NAMES = ("view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "einsum")
 
 _aten = torch.ops.aten
+_DEVICE = torch.ops.prim.device.default
 #: Aten ops the fake mode gives the geometry of torch's Python reference for reshape views.
 _VIEWS = frozenset({_aten.view.default, _aten._unsafe_view.default, _aten._reshape_alias.default})
 
@@ -105,11 +111,13 @@ class _AsStrided(TorchDispatchMode):
         self.fake_mode = fake_mode
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func is _DEVICE:  # (autograd asks the view's device, twice: the fake answers, as it would next)
+            return FakeTensor.__torch_dispatch__(func, types, args, kwargs or {})
         if func is not _aten.as_strided.default:
             return func(*args, **(kwargs or {}))
         with in_kernel_invocation_manager(self.fake_mode):
             out = func(*args)
-        return FakeTensor(self.fake_mode, out, args[0].fake_device)
+        return wrapped(self.fake_mode, out, args[0].fake_device)
 
 
 def as_strided(mode: Any, source: Any, shape: Any, stride: Any, offset: Any) -> Any:
@@ -122,3 +130,44 @@ def as_strided(mode: Any, source: Any, shape: Any, stride: Any, offset: Any) -> 
             return _aten.as_strided.default(source, shape, stride, offset)
     with mode:
         return _aten.as_strided.default(source, shape, stride, offset)
+
+
+_CPU = torch.device("cpu")
+
+
+@functools.lru_cache(maxsize=None)
+def _attributes() -> Optional[tuple[str, str, dict[str, Any]]]:
+    """The names under which ``FakeTensor(mode, elem, device)`` keeps its mode and device, and
+    its other attributes (read from a fake it makes); ``None`` where one of those is anything
+    but ``None`` (a constructor that keeps more than its arguments: :func:`wrapped` does not
+    stand for it)."""
+    mode = FakeTensorMode()
+    probe = FakeTensor(mode, torch.empty(0, device="meta"), _CPU)
+    modes = [name for name, value in vars(probe).items() if value is mode]
+    devices = [name for name, value in vars(probe).items() if type(value) is torch.device and value == _CPU]
+    rest = {name: value for name, value in vars(probe).items() if name not in modes + devices}
+    if len(modes) != 1 or len(devices) != 1 or any(value is not None for value in rest.values()):
+        return None
+    return modes[0], devices[0], rest
+
+
+def wrapped(mode: Any, elem: torch.Tensor, device: torch.device) -> Any:
+    """``FakeTensor(mode, elem, device)`` of a meta tensor ``elem``, made as the constructor makes
+    it (the subclass made of ``elem`` with the fake device's dispatch keys, its data pointer
+    guarded as the mode says, the mode, the device and the constructor's other attributes, all
+    ``None``), for a fake on the CPU; by the constructor otherwise (another device, whose name
+    it completes; its debug mode, which keeps a traceback)."""
+    attributes = _attributes()
+    if device.type != "cpu" or attributes is None or FakeTensorConfig.debug:
+        return FakeTensor(mode, elem, device)
+    fake = torch.Tensor._make_subclass(FakeTensor, elem, elem.requires_grad, dispatch_device=True,
+                                       device_for_backend_keys=device)
+    if mode._allow_unsafe_data_ptr_access:
+        torch._C._set_warn_deprecated_on_mutable_data_ptr(fake)
+    else:
+        torch._C._set_throw_on_mutable_data_ptr(fake)
+    mode_name, device_name, rest = attributes
+    state = vars(fake)
+    state[device_name], state[mode_name] = device, mode
+    state.update(rest)
+    return fake

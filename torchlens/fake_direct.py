@@ -173,7 +173,7 @@ def _live(mode: Any, tensor: torch.Tensor, views: int) -> Any:
                                requires_grad=tensor.requires_grad)
     if elem.untyped_storage().nbytes() != storage.nbytes():
         return None
-    fake = FakeTensor(mode, elem, tensor.device)
+    fake = fake_composite.wrapped(mode, elem, tensor.device)
     if kind is torch.nn.Parameter:
         fake._is_param = True
     mode.fake_tensor_converter.set_tensor_memo(tensor, fake)
@@ -198,7 +198,7 @@ def _live_view(mode: Any, view: torch.Tensor) -> Any:
 
 
 def _wrapped(mode: Any, shape: Any, stride: Any, dtype: torch.dtype, device: torch.device) -> Any:
-    return FakeTensor(mode, torch.empty_strided(shape, stride, dtype=dtype, device="meta"), device)
+    return fake_composite.wrapped(mode, torch.empty_strided(shape, stride, dtype=dtype, device="meta"), device)
 
 
 def fresh(mode: Any, shape: Any, stride: Any, dtype: torch.dtype, device: torch.device, requires_grad: bool,

@@ -19,10 +19,10 @@ from torchlens.analysis.keys import LayerKey, layer_labels
 from torchlens.analysis.predict import predict_class, predict_module
 from torchlens.analysis.prediction import Prediction
 
-from .records import Layer
 from .torch_host import TorchHost, quiet_fake_errors
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (not imported by a prediction: the records of a trace load ~40 ms of modules)
+    from .records import Layer
     from .trace import Trace
 
 __all__ = ["predict", "check_prediction", "PredictionReport", "Miss", "Mismatch"]

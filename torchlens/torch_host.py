@@ -784,8 +784,7 @@ def _empty_like(mode: Any, fake: Any) -> Any:
     if type(fake) is not FakeTensor or fake.fake_mode is not mode or fake.constant is not None \
             or fake.layout is not torch.strided or not fake.is_contiguous():
         return torch.empty_like(fake)
-    empty = torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device="meta")
-    return FakeTensor(mode, empty, fake.fake_device)
+    return fresh(mode, fake.shape, fake.stride(), fake.dtype, fake.fake_device, False)
 
 
 def _signature(tensor: torch.Tensor) -> tuple:
