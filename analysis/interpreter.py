@@ -432,9 +432,10 @@ class Interpreter:
         #: (unreadable, or called under an undecided branch); its keyword marker).
         self.lru: dict[int, tuple[Any, dict[Any, Value] | str, object]] = {}
         self._keep: list[Any] = []
-        #: id(code) -> (it, the qualname asked, its source and node): found once per run (the
-        #: source files and :mod:`linecache` do not change while it runs).
-        self.sources: dict[int, tuple[CodeType, str, SourceFile, ast.AST]] = {}
+        #: id(code) -> (it, the qualname asked, its source and node, why they are stale or empty
+        #: (:func:`_stale`)): found once per run (the source files and :mod:`linecache` do not
+        #: change while it runs).
+        self.sources: dict[int, tuple[CodeType, str, SourceFile, ast.AST, str]] = {}
         #: id(stand-in) -> (stand-in, the value it stands for), for objects built for real.
         self.held: dict[int, tuple[Any, Value]] = {}
         #: The special method a class defines in Python, or ``None`` (:func:`_special_method`), and
@@ -1135,12 +1136,13 @@ class Interpreter:
         code, qualname = fn.__code__, fn.__qualname__
         read = self.sources.get(id(code))
         if read is not None and read[0] is code and read[1] == qualname:
-            src, node = read[2], read[3]
+            src, node, stale = read[2], read[3], read[4]
         else:
             started = time.thread_time()
             try:
                 src, node = source_of_code(code, qualname)
-                self.sources[id(code)] = (code, qualname, src, node)
+                stale = _stale(code, qualname, src, node)
+                self.sources[id(code)] = (code, qualname, src, node, stale)
             except SourceUnavailableError as error:
                 missing = error
             finally:  # reading a file is bounded work: the budget counts interpretation only
@@ -1152,12 +1154,9 @@ class Interpreter:
             why = f"{fn.__qualname__}: {missing}; {unread_why}"
             self.gap(why)  # Python that may run ops, whatever its arguments
             return Opaque(why)
-        fresh = src.codes.get(id(node))
-        if fresh is not None and fresh.co_linetable != fn.__code__.co_linetable:
-            why = (f"the source of {fn.__qualname__} ({_short(fn.__code__.co_filename)}:{fn.__code__.co_firstlineno}) "
-                   "changed after it was imported (same bytecode, other positions); reload the module")
-            self.gap(why)
-            return Opaque(why)
+        if stale:
+            self.gap(stale)
+            return Opaque(stale)
         if isinstance(node, ast.Module):
             return self.opaque_call(fn, args, kwargs, f"{fn.__qualname__}: module code")
         closure: dict[str, Value] = {}
@@ -3826,6 +3825,16 @@ def _short(filename: str) -> str:
     return os.path.basename(filename)
 
 
+def _stale(code: CodeType, qualname: str, src: SourceFile, node: ast.AST) -> str:
+    """Why the source read for ``code`` no longer gives its positions (the file edited after the
+    import, the bytecode the same), or empty where it does."""
+    fresh = src.codes.get(id(node))
+    if fresh is None or fresh.co_linetable == code.co_linetable:
+        return ""
+    return (f"the source of {qualname} ({_short(code.co_filename)}:{code.co_firstlineno}) "
+            "changed after it was imported (same bytecode, other positions); reload the module")
+
+
 def _always_raises(block: list[ast.stmt]) -> bool:
     """An arm that can only raise (argument checks): the prediction takes it as not run."""
     return bool(block) and isinstance(block[-1], ast.Raise) and not any(
@@ -3870,8 +3879,8 @@ def _compile_name(node: ast.Name) -> Run:
 
 
 def _compile_constant(node: ast.Constant) -> Run:
-    value = node.value
-    return lambda interpreter, _: Known(value)
+    known = Known(node.value)  # one for the node: a value is never written into, and a constant is
+    return lambda interpreter, _: known  # immutable (no run tells two evaluations apart by identity)
 
 
 def _compile_attribute(node: ast.Attribute) -> Run:
@@ -3982,8 +3991,9 @@ def _compile_assign(node: ast.Assign) -> Run:
 
 def _compile_return(node: ast.Return) -> Run:
     value_node = node.value
-    if value_node is None:
-        return lambda interpreter, _: _new_signal(_RETURN, NONE)
+    if value_node is None:  # a signal is a frozen record: one serves every bare return
+        returned = _new_signal(_RETURN, NONE)
+        return lambda interpreter, _: returned
     value = _runner_of(value_node)
     return lambda interpreter, _: _new_signal(_RETURN, value(interpreter, value_node))
 

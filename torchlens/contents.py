@@ -84,13 +84,14 @@ class Contents:
             if self._holders:  # none made so far: none to forget
                 self._forget([*args, *kwargs.values()])
             return _UNKNOWN
-        if not once or not factory and not self._holders or isinstance(fake, torch.Tensor) and (
-                fake.device.type != "cpu" or fake.numel() > MAX_ELEMENTS):
+        if not once or not factory and not self._holders:
             return _UNKNOWN
-        try:
+        try:  # (before the fake's size: most ops are given a tensor whose contents are not known)
             plain = [_plain(a) for a in args]
             plain_kw = {k: _plain(v) for k, v in kwargs.items()}
         except _Unknown:
+            return _UNKNOWN
+        if isinstance(fake, torch.Tensor) and (fake.device.type != "cpu" or fake.numel() > MAX_ELEMENTS):
             return _UNKNOWN
         if not factory and not any(isinstance(a, Tensor) for a in [*args, *kwargs.values()]):
             return _UNKNOWN

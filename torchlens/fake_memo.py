@@ -288,18 +288,22 @@ class OpMemo:
         for obj in objs:
             kind = type(obj)
             if kind is FakeTensor:
+                constant = obj.constant
+                if constant is None:  # a fake read at this epoch is of the mode and strided (layouts do not change)
+                    entry = known.get(id(obj))
+                    if entry is not None and entry[0] is obj:
+                        inputs.append(obj)
+                        parts += (kind, entry[1], None)
+                        continue
                 if obj.fake_mode is not self.mode or obj.layout is not _STRIDED:  # sparse: no storage to compare
                     raise _Unkeyable
                 inputs.append(obj)
-                constant = obj.constant
                 if constant is not None:  # (an inference tensor's writes leave no version to check)
                     if obj.is_inference():
                         raise _Unkeyable
                     parts += (kind, tensor_key(obj), _constant_key(constant))
                     continue
-                entry = known.get(id(obj))
-                if entry is None or entry[0] is not obj:
-                    entry = known[id(obj)] = (obj, self.token(tensor_key(obj)))
+                entry = known[id(obj)] = (obj, self.token(tensor_key(obj)))
                 parts += (kind, entry[1], None)
             elif kind in _PLAIN:
                 parts += (kind, obj)
