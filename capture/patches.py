@@ -18,7 +18,7 @@ import operator
 from collections import deque
 from functools import partial
 from itertools import chain
-from types import WrapperDescriptorType
+from types import ModuleType, WrapperDescriptorType
 from typing import Any, Callable, Iterable
 
 #: A missing attribute's value.
@@ -50,7 +50,7 @@ class Patches:
     inherited. Each patch is undone once: by the capture's removal, or in a forked child.
     """
 
-    __slots__ = ("_install", "_undo_set", "_undo_del", "_written")
+    __slots__ = ("_install", "_undo_set", "_undo_del", "_written", "_namespaces")
 
     def __init__(self) -> None:
         self._install: list[Step] = []
@@ -58,24 +58,32 @@ class Patches:
         self._undo_del: list[Step] = []
         #: The classes whose dicts :meth:`plan` writes directly (:func:`slot_unchanged`).
         self._written: dict[type, None] = {}
+        #: The dicts :meth:`plan` writes directly, by ``id``: (the dict, the values planned for
+        #: it, what it held before each), each written in one step.
+        self._namespaces: dict[int, tuple[dict, dict, dict]] = {}
 
     def plan(self, owner: Any, name: str, value: Any) -> None:
         """Replace ``owner.name`` with ``value`` when :meth:`install`'s steps run.
 
         A special method given to a class whose C slot it leaves as it is (:func:`slot_unchanged`)
         is written into the class's dict, and the undo takes it out the same way; the type's
-        attribute caches are invalidated after each (:meth:`install`, :meth:`undo`).
+        attribute caches are invalidated after each (:meth:`install`, :meth:`undo`). An
+        attribute a plain module holds in its ``__dict__`` is written there too (what
+        ``setattr`` on a module does): each dict's planned values are one step (``dict.update``).
         """
         if isinstance(owner, type) and slot_unchanged(owner, name):
-            namespace = class_dict(owner)
-            old = namespace.get(name, MISSING)
-            self._install.append(step(namespace.__setitem__, name, value))
-            self._undo_set.append(step(namespace.pop, name, None) if old is MISSING else
-                                  step(namespace.__setitem__, name, old))
+            self._write(class_dict(owner), name, value)
             self._written[owner] = None
-            return
-        self._install.append(step(setattr, owner, name, value))
-        self._remember(owner, name)
+        elif type(owner) is ModuleType and name in vars(owner):
+            self._write(vars(owner), name, value)
+        else:
+            self._install.append(step(setattr, owner, name, value))
+            self._remember(owner, name)
+
+    def _write(self, namespace: dict, name: str, value: Any) -> None:
+        _, planned, before = self._namespaces.setdefault(id(namespace), (namespace, {}, {}))
+        planned[name] = value
+        before[name] = namespace.get(name, MISSING)
 
     def set(self, owner: Any, name: str, value: Any) -> None:
         """Replace ``owner.name`` with ``value`` now (during a capture), until :meth:`undo`."""
@@ -83,8 +91,9 @@ class Patches:
         setattr(owner, name, value)
 
     def _remember(self, owner: Any, name: str) -> None:
-        # On a class, only what the class itself defines is put back (not an inherited value).
-        old = owner.__dict__.get(name, MISSING) if isinstance(owner, type) else getattr(owner, name, MISSING)
+        # On a class, only what the class itself defines is put back (not an inherited value); on
+        # a module, only what its ``__dict__`` holds (not what its ``__getattr__`` gives).
+        old = vars(owner).get(name, MISSING) if isinstance(owner, (type, ModuleType)) else getattr(owner, name, MISSING)
         if old is MISSING:
             self._undo_del.append(step(delattr, owner, name))
         else:
@@ -92,11 +101,16 @@ class Patches:
 
     def install(self) -> Iterable[Step]:
         """The steps that apply the planned patches."""
-        return chain(self._install, self._invalidations())
+        return chain(self._install, [step(namespace.update, planned) for namespace, planned, _ in self._namespaces.values()],
+                     self._invalidations())
 
     def undo(self) -> Iterable[Step]:
         """The steps that put every original back (patches set later included)."""
-        return chain(self._undo_set, self._undo_del, self._invalidations())
+        restore = []
+        for namespace, _, before in self._namespaces.values():
+            restore.append(step(namespace.update, {name: old for name, old in before.items() if old is not MISSING}))
+            restore.extend(step(namespace.pop, name, None) for name, old in before.items() if old is MISSING)
+        return chain(self._undo_set, restore, self._undo_del, self._invalidations())
 
     def _invalidations(self) -> list[Step]:
         return [step(_type_modified, owner) for owner in self._written]

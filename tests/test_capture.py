@@ -351,6 +351,41 @@ def test_a_special_method_in_a_c_slot_is_patched_by_setattr_and_put_back():
     assert 1 + Number(2) == 3 and "__radd__" not in vars(Number)
 
 
+def test_a_module_s_planned_attributes_are_written_in_one_step_and_put_back():
+    import types
+
+    from torchlens.capture.patches import Patches, atomic
+
+    module = types.ModuleType("patched_here")
+    module.first, module.second = "first", "second"
+    lazy = types.ModuleType("lazy")  # an attribute its __getattr__ gives, not in its __dict__
+    lazy.__getattr__ = lambda name: "given" if name == "given" else None  # type: ignore[method-assign]
+    before = dict(vars(module)), dict(vars(lazy))
+    patches = Patches()
+    patches.plan(module, "first", 1)
+    patches.plan(module, "second", 2)
+    patches.plan(lazy, "given", 3)
+    install, undo = list(patches.install()), list(patches.undo())
+    assert len(install) == len(undo) == 2  # the module's dict in one step; the lazy one by setattr
+    atomic(install)()
+    assert (module.first, module.second, vars(lazy)["given"]) == (1, 2, 3)
+    atomic(undo)()
+    assert (dict(vars(module)), dict(vars(lazy))) == before
+
+
+def test_the_module_namespaces_a_capture_patches_are_left_as_they_were():
+    import torch._higher_order_ops
+
+    namespaces = (torch, torch._C, torch.autograd, torch.nn.functional, torch._higher_order_ops)
+    before = [dict(vars(namespace)) for namespace in namespaces]
+    tl.trace(nn.Linear(2, 2), torch.ones(1, 2))
+    with pytest.raises(RuntimeError):
+        tl.trace(nn.Linear(2, 2), torch.ones(1, 3))
+    after = [dict(vars(namespace)) for namespace in namespaces]
+    for old, new in zip(before, after):
+        assert old.keys() == new.keys() and all(old[k] is new[k] for k in old)
+
+
 def test_position_fallback_when_no_python_frame_sits_in_between():
     class CForward(nn.Module):
         forward = torch.relu  # a C function: no Python frame under the module boundary
