@@ -48,7 +48,12 @@ class Walk:
 
 def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     """Read ``model``'s modules, parameters, buffers and tensor attributes as they are now;
-    with ``records``, append to it each module's :class:`RawModule` (in ``modules``' order)."""
+    with ``records``, append to it each module's :class:`RawModule` (in ``modules``' order).
+
+    A record's members are the addresses the walk reads anyway: a module's parameters (buffers)
+    met for the first time in the walk are its own, each once; a module that shares one with
+    an earlier module has its names read again (:func:`_names`), as has every module's children
+    when a module was met twice."""
     found = Walk([])
     modules, params, buffers = found.modules, found.params, found.buffers
     seen_modules: set[int] = set()
@@ -57,10 +62,12 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     readable: list[torch.Tensor] = []
     buffer_tensors: list[torch.Tensor] = []
     bookkeeping, plain, order, first = _BOOKKEEPING, _PLAIN_VALUES, _BOOKKEEPING_ORDER, len(_BOOKKEEPING_ORDER)
+    met_twice = False
     todo = [("", model)]  # the modules still to visit, the next one last
     while todo:
         name, module = todo.pop()
         if id(module) in seen_modules:  # met earlier in the walk: it keeps its first address
+            met_twice = True
             continue
         seen_modules.add(id(module))
         modules.append((name, module))
@@ -68,25 +75,33 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
         # The registries are read from the module's ``__dict__`` (where ``nn.Module`` keeps them),
         # not as attributes, which would look through the class's MRO first.
         attributes = vars(module)
+        # With records: this module's parameters (buffers) met first here, None if one was not.
+        own_params: Optional[list[str]] = [] if records is not None else None
         registry = attributes["_parameters"]
-        if records is not None:
-            records.append(module_record(module, name or "self", prefix,
-                                         (name.rpartition(".")[0] or "self") if name else None, attributes))
         if registry:
             for param_name, tensor in registry.items():
                 if tensor is not None:
                     readable.append(tensor)
-                    if id(tensor) not in seen_params:
+                    if id(tensor) in seen_params:
+                        own_params = None  # shared with an earlier module (or twice in this one)
+                    else:
                         seen_params.add(id(tensor))
                         params.append((prefix + param_name, tensor))
+                        if own_params is not None:
+                            own_params.append(params[-1][0])
+        own_buffers: Optional[list[str]] = [] if records is not None else None
         registry = attributes["_buffers"]
         if registry:
             for buffer_name, buffer in registry.items():
                 if buffer is not None:
                     buffer_tensors.append(buffer)
-                    if id(buffer) not in seen_buffers:
+                    if id(buffer) in seen_buffers:
+                        own_buffers = None
+                    else:
                         seen_buffers.add(id(buffer))
                         buffers.append((prefix + buffer_name, module, buffer_name, buffer))
+                        if own_buffers is not None:
+                            own_buffers.append(buffers[-1][0])
         # ``nn.Module.__init__`` writes its bookkeeping first, in its own order: then the model's
         # attributes are the names after it (a slice, where a set difference costs about 1 us).
         names = tuple(attributes)
@@ -97,9 +112,19 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
             if kind not in plain and not (kind is tuple and plain.issuperset(map(type, value))):
                 _tensors_in(value, readable)
         children = attributes["_modules"]
-        if children:
-            todo.extend(reversed([(prefix + child_name, child) for child_name, child in children.items()
-                                  if child is not None]))
+        entries = [(prefix + child_name, child) for child_name, child in children.items()
+                   if child is not None] if children else ()
+        if entries:
+            todo.extend(reversed(entries))
+        if records is not None:
+            records.append(RawModule(
+                name or "self", type(module).__name__,
+                tuple(own_params) if own_params is not None else _names(prefix, attributes["_parameters"]),
+                (name.rpartition(".")[0] or "self") if name else None, tuple([address for address, _ in entries]),
+                tuple(own_buffers) if own_buffers is not None else _names(prefix, attributes["_buffers"])))
+    if met_twice and records is not None:  # a module twice in one registry lists it once
+        for record, (name, module) in zip(records[len(records) - len(modules):], modules):
+            record.children = _names(name + "." if name else "", vars(module)["_modules"])
     found.readable = set(storage_keys(readable))
     found.buffer_storages = set(storage_keys(buffer_tensors))
     return found
