@@ -61,6 +61,12 @@ def _line(ins: dis.Instruction) -> Any:
     return getattr(positions, "lineno", None) or ins.starts_line
 
 
+def _local(local: dict[str, Value], name: str) -> Value:
+    """A local's value (made unknown only where it is unbound)."""
+    value = local.get(name)
+    return value if value is not None else Opaque(f"{name} unbound")
+
+
 def run_bytecode(run: Interpreter, fn: types.FunctionType, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Run ``fn`` (which :func:`unread` accepts) from its instructions, in a frame of its own."""
     code = fn.__code__
@@ -97,9 +103,9 @@ def _execute(run: Interpreter, frame: Any, fn: types.FunctionType, local: dict[s
         run.step()
         op, arg = ins.opname, ins.argval
         if op in ("LOAD_FAST", "LOAD_FAST_CHECK"):
-            stack.append(local.get(arg, Opaque(f"{arg} unbound")))
+            stack.append(_local(local, arg))
         elif op == "LOAD_FAST_LOAD_FAST":
-            stack.extend(local.get(name, Opaque(f"{name} unbound")) for name in arg)
+            stack.extend(_local(local, name) for name in arg)
         elif op == "STORE_FAST":
             local[arg] = stack.pop()
         elif op == "STORE_FAST_STORE_FAST":

@@ -821,6 +821,10 @@ class Interpreter:
             self.lru[id(wrapper)] = entry
         filled, mark, params = entry[1], entry[2], wrapper.cache_parameters()
         plain = concrete_args(args, kwargs)
+        built = plain is None and not params["typed"]
+        if built:  # objects the run built (a recipe an earlier cached call returned) stand for themselves
+            plain = concrete_args([Known(lru.Same(a)) if isinstance(a, Instance) else a for a in args],
+                                  {k: Known(lru.Same(v)) if isinstance(v, Instance) else v for k, v in kwargs.items()})
         key: Any = None
         if isinstance(filled, str):
             why = filled
@@ -833,6 +837,8 @@ class Interpreter:
                 why = ""
             except TypeError:
                 why = "its arguments are not hashable"
+            if not why and built and key not in filled and not all(lru.surely_differs(held, key) for held in filled):
+                why = "an object the prediction built is among its arguments, and whether it equals one its cache holds is not known"
         if why:
             why = f"{_name(wrapper)} is cached (functools.lru_cache){self.where()}: {why}, so whether it runs is not known"
             self.gap(why)
@@ -938,14 +944,14 @@ class Interpreter:
         tensor, not a tuple; ``None``: unknown."""
         names = _BRANCHING[name]
         given = {**dict(zip(names, args)), **kwargs}
-        operands = self.unpack(given.get(names[-1], Opaque("no operands")), None)
+        operands = self.unpack(given[names[-1]] if names[-1] in given else Opaque("no operands"), None)
         if operands is None:
             return None
         if name == "while_loop":
             return len(operands)
         saved, self.recording = self.recording, False
         try:
-            out = self.call(given.get(names[1], Opaque("no branch")), operands, {})
+            out = self.call(given[names[1]] if names[1] in given else Opaque("no branch"), operands, {})
         finally:
             self.recording = saved
         if isinstance(out, Tensor):
@@ -1500,7 +1506,7 @@ class Interpreter:
         if isinstance(value, (Seq, Dict)) or isinstance(value, Lazy) and name in _GENERATOR_METHODS:
             return Bound(Known(PyMethod(name)), value)
         if isinstance(value, Function):
-            return value.attrs.get(name, Opaque(f"attribute {name} of a function"))
+            return value.attrs[name] if name in value.attrs else Opaque(f"attribute {name} of a function")
         if isinstance(value, Union):
             known = [v for v in value.options if not isinstance(v, Opaque)] or list(value.options)
             return join([self.attribute(v, name, node) for v in known])
@@ -1994,7 +2000,7 @@ class Interpreter:
         if isinstance(value, Dict) and isinstance(index, Known):
             if value.listable and not option and hashable(key) and key not in value.items:
                 self.raises("KeyError", node)
-            return value.items.get(key, Opaque(f"key {key!r} not set"))
+            return value.items[key] if key in value.items else Opaque(f"key {key!r} not set")
         defined = self.dunder(value, "__getitem__", [index], node, SUBSCR_LOAD)
         if defined is not None:
             return defined
@@ -2002,7 +2008,7 @@ class Interpreter:
             items = list(value.items.values())
             if isinstance(key, int) and -len(items) <= key < len(items):
                 return items[key]
-            return value.items.get(str(key), Opaque(f"item {key!r}"))
+            return value.items[str(key)] if str(key) in value.items else Opaque(f"item {key!r}")
         if isinstance(value, Known) and isinstance(index, Known):
             try:
                 return self.wrap(value.obj[key])
@@ -2328,7 +2334,7 @@ class Interpreter:
         branch it cannot decide deletes it); on a live object a gap, which is never changed."""
         if isinstance(target, (Instance, Function)):
             if self.mult.exact != 1:
-                target.attrs[name] = join([target.attrs.get(name, Opaque(f"{name} unset")),
+                target.attrs[name] = join([target.attrs[name] if name in target.attrs else Opaque(f"{name} unset"),
                                            Opaque(f"{name} deleted on some path")])
             else:
                 target.attrs.pop(name, None)
@@ -2616,7 +2622,7 @@ class Interpreter:
         keeps identities (``q is k``) that held before the branch."""
         out: dict[str, Value] = {}
         for name in dict.fromkeys(name for env in envs for name in env):
-            options = [env.get(name, Opaque(f"{name} unbound on some path")) for env in envs]
+            options = [env[name] if name in env else Opaque(f"{name} unbound on some path") for env in envs]
             before = base.get(name)
             if isinstance(before, Tensor) and all(isinstance(v, Tensor) for v in options):
                 out[name] = before if all(v is before for v in options) else without_contents(before)
@@ -2901,10 +2907,11 @@ class Interpreter:
         if signal is not None and not raising and sys.version_info < (3, 11):
             self.note(f"with{self.where(node)} left by {signal.kind.value}: on Python 3.10 its __exit__ call "
                       "has a place of its own on that path, predicted at the normal exit's")
-        raised: list[Value] = [Opaque("an exception"), Opaque("an exception"), Opaque("a traceback")]
         for k, manager in enumerate(reversed(managers)):
             self.at_nth(node, CALL_OPS, k)
-            self.special_call(manager, "__exit__", raised if raising else [NONE, NONE, NONE], node)
+            raised: list[Value] = [Opaque("an exception"), Opaque("an exception"), Opaque("a traceback")] \
+                if raising else [NONE, NONE, NONE]
+            self.special_call(manager, "__exit__", raised, node)
         return signal
 
     exec_AsyncWith = exec_With

@@ -12,7 +12,10 @@ the dict's keys, the wrapped function) and gives ``None`` when it does not hold.
 
 :func:`key` builds a call's key as the C code does: the positional arguments, then the marker
 and each keyword and value, then (``typed``) the type of every argument; a lone ``int`` or
-``str`` argument is its own key.
+``str`` argument is its own key. An object the prediction built (not a live one) takes part in
+a key as :class:`Same`: equal to itself alone, so a key holding one is found again only by the
+same object, and :func:`surely_differs` says which keys it cannot equal whatever the object
+compares as.
 """
 
 from __future__ import annotations
@@ -63,3 +66,37 @@ def key(args: tuple, kwargs: dict[str, Any], typed: bool, mark: object) -> Any:
         parts += [type(value) for value in args]
         parts += [type(value) for value in kwargs.values()]
     return tuple(parts)
+
+
+class Same:
+    """A key part standing for an object the prediction built: equal to that object's own part
+    alone (CPython compares a key's items by identity before ``__eq__``, so the same object
+    always finds its entry again; an equal other one might too, which :func:`surely_differs`
+    leaves open)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def surely_differs(held: Any, key: tuple) -> bool:
+    """Whether the cache key ``held`` differs from ``key`` (a tuple with :class:`Same` parts)
+    whatever the objects those stand for compare as: a part known on both sides differs."""
+    if type(held) is not tuple or len(held) != len(key):
+        return True
+    for ours, theirs in zip(key, held):
+        if isinstance(ours, Same) or isinstance(theirs, Same):
+            continue
+        try:
+            if not bool(ours == theirs):
+                return True
+        except Exception:  # noqa: BLE001 - a comparison that raises decides nothing here
+            continue
+    return False

@@ -290,6 +290,15 @@ def test_lru_cache_calls_follow_the_live_cache_and_are_a_gap_when_it_cannot_be_r
            "cache holds 1 entry that cannot be read, so whether it runs is not known" in why, why
 
 
+def test_a_cached_call_given_a_record_the_run_built_is_decided_from_empty_caches():
+    H._recipe.cache_clear()
+    H._cooked.cache_clear()
+    pred = exact(H.CachedRecipes(), torch.randn(3, 4))
+    names = [layer.func_name for layer in pred.layers]
+    assert names.count("view") == 2 and "sin" not in names, pred.layers  # the except arm: not even optional
+    assert H._cooked.cache_info().currsize == 1  # the trace's run: one miss, one hit
+
+
 def test_a_module_built_in_forward_predicted_from_its_class_is_a_gap():
     """From a class there is no live model to count modules in: the capture's ``<Cls#k>`` is unknown."""
     why = " ".join(g.why for g in tl.predict(H.ModuleInForward).gaps)
