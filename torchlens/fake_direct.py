@@ -381,6 +381,7 @@ def in_place(mode: Any, fn: Any, args: list, kwargs: dict) -> Any:
         return NOT_DONE
     version = target._version + moved
     if target.requires_grad:
-        _Written.apply(target)
+        with fake_composite.views_replayed(mode) if target._is_view() else contextlib.nullcontext():
+            _Written.apply(target)
     torch._C._autograd._unsafe_set_version_counter((target,), (version,))
     return None if fn is torch.Tensor.__setitem__ else target

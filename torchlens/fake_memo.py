@@ -174,10 +174,10 @@ class _Made:
 
     __slots__ = ("tensor", "stamp", "token", "alias", "constant", "epoch", "version", "base", "unwritten")
 
-    def __init__(self, tensor: Any, alias: Optional[int], epoch: int, together: bool, token: int,
+    def __init__(self, tensor: Any, stamp: tuple, alias: Optional[int], epoch: int, together: bool, token: int,
                  base: Any = None) -> None:
         self.token = token  # its tensor_key's number (OpMemo.token)
-        self.tensor, self.stamp, self.alias, self.epoch = tensor, _stamp(tensor), alias, epoch
+        self.tensor, self.stamp, self.alias, self.epoch = tensor, stamp, alias, epoch
         self.version = tensor._version if together and not tensor.is_inference() else None
         self.constant = tensor.constant  # kept alive: its id is in the stamp
         self.unwritten = _unwritten(tensor)
@@ -443,7 +443,8 @@ class OpMemo:
             base = tensor._base
             if together or type(base) is not FakeTensor or base.fake_mode is not self.mode or base._is_view():
                 return None
-        return _Made(tensor, alias, self.epoch, together, self.token(tensor_key(tensor)), base)
+        stamp = _stamp(tensor)
+        return _Made(tensor, stamp, alias, self.epoch, together, self.token(stamp[0]), base)
 
     def __len__(self) -> int:
         return len(self._entries)
