@@ -206,7 +206,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                     "whose wrapper torchlens looks through"
                 )
             self.module_index[id(module)] = index
-            if _ScriptModule in type(module).__mro__:  # (``isinstance`` asks the metaclass, then ``__class__``)
+            if _is_script(module):
                 self.scripts.add(index)
         self.keep_alive.extend(module for _, module in self.modules)
         self.param_names = {id(param): name for name, param in self.model.params}
@@ -609,7 +609,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         modules = self.raw.modules
         index = self.module_index[id(module)] = len(modules)
         self.keep_alive.append(module)
-        if isinstance(module, _ScriptModule):
+        if _is_script(module):
             self.scripts.add(index)
         address = f"<{type(module).__name__}#{index}>"
         modules.append(module_record(module, address, address + ".", None, vars(module)))
@@ -1061,6 +1061,12 @@ def _pop_own_mode(mode: Capture) -> Iterator[Step]:
     depths = takewhile(partial(lt, 0), map(_run, repeat(step(_mode_depth))))
     on_top = map(is_, map(_mode_at, map(sub, depths, repeat(1))), repeat(mode))
     return compress(repeat(step(_pop_mode)), takewhile(truth, on_top))
+
+
+def _is_script(module: nn.Module) -> bool:
+    """Whether ``module`` is a TorchScript module: one boundary op (read from its class's MRO;
+    ``isinstance`` asks the metaclass, then the module's ``__class__``)."""
+    return _ScriptModule in type(module).__mro__
 
 
 def _args_text(args: tuple, kwargs: dict) -> str:
