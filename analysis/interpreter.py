@@ -54,7 +54,7 @@ from .caches import per_class_name
 from .callbacks import GETTERS, callback_handlers, getter_call, sort_in_place
 from .errors import SourceUnavailableError
 from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
-from . import lru
+from . import lru, sets
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
 from .host import Host, Intrinsic, Member, OpRaises
 from .passes import MAYBE, ONE, Count
@@ -823,8 +823,7 @@ class Interpreter:
         plain = concrete_args(args, kwargs)
         built = plain is None and not params["typed"]
         if built:  # objects the run built (a recipe an earlier cached call returned) stand for themselves
-            plain = concrete_args([Known(lru.Same(a)) if isinstance(a, Instance) else a for a in args],
-                                  {k: Known(lru.Same(v)) if isinstance(v, Instance) else v for k, v in kwargs.items()})
+            plain = concrete_args([self.same(a) for a in args], {k: self.same(v) for k, v in kwargs.items()})
         key: Any = None
         if isinstance(filled, str):
             why = filled
@@ -857,6 +856,13 @@ class Interpreter:
             if maxsize is not None and len(filled) > maxsize:
                 filled.pop(next(iter(filled)))
         return result
+
+    @staticmethod
+    def same(value: Value) -> Value:
+        """A cache key's part for ``value``: an object the run built stands for itself."""
+        if not isinstance(value, Instance):
+            return value
+        return Known(lru.Same(value, class_attr(value.cls, "__eq__") is object.__eq__))
 
     def call_op(self, name: str, fn: Any, args: Sequence[Value], kwargs: Optional[dict[str, Value]] = None,
                 outputs: Optional[int] = 0) -> Value:
@@ -1399,9 +1405,11 @@ class Interpreter:
         return self.display(node, list)
 
     def display(self, node: ast.Tuple | ast.List | ast.Set, kind: type) -> Seq:
-        items = self.elements(node.elts, node)
+        parts: list[tuple[Value, bool]] = []
+        items = self.elements(node.elts, node, parts)
         if isinstance(node, ast.Set):
-            return self.as_set(items, node)
+            built = sets.displayed(self, parts) if any(starred for _, starred in parts) else None
+            return built or self.as_set(items, node)
         unlisted = UNLISTED in items  # by identity: values compare so
         return Seq(items, kind, f"built with *items it cannot list{self.where(node)}" if unlisted else "")
 
@@ -1412,17 +1420,16 @@ class Interpreter:
         identity)."""
         plain = concrete_args(items, {})
         if plain is not None and all(hashable(obj) for obj in plain[0]):
-            first: dict[int, Value] = {}
-            for obj, item in zip(plain[0], items):
-                first.setdefault(id(obj), item)
-            return Seq([first[id(obj)] for obj in set(plain[0])], set)
+            return sets.made(self, set(plain[0]), sets.values_of(plain[0], items))
         if len(items) <= 1 and not any(item is UNLISTED for item in items):
             return Seq(items, set)
         return Seq(items, set, f"a set: its order and duplicates are not known{self.where(node)}")
 
-    def elements(self, elts: list[ast.expr], owner: ast.expr) -> list[Value]:
+    def elements(self, elts: list[ast.expr], owner: ast.expr, parts: Optional[list[tuple[Value, bool]]] = None
+                 ) -> list[Value]:
         """The items of a display or a call's positional arguments (``owner``: the display or
-        call, whose instructions iterate each ``*`` item)."""
+        call, whose instructions iterate each ``*`` item; ``parts`` gets each element's value
+        and whether it is starred)."""
         out: list[Value] = []
         starred = 0
         for elt in elts:
@@ -1433,12 +1440,16 @@ class Interpreter:
                 elif runs_when_unpacked(value):
                     self.at_position(owner, STAR_ITER, starred)
                 starred += 1
+                if parts is not None:
+                    parts.append((value, True))
                 items = self.unpack(value, None)
                 if items is None:
                     self.guesses += 1
                 out.extend(items if items is not None else [UNLISTED])
             else:
                 out.append(self.eval(elt))
+                if parts is not None:
+                    parts.append((out[-1], False))
         return out
 
     def eval_Dict(self, node: ast.Dict) -> Value:
@@ -1720,6 +1731,10 @@ class Interpreter:
         defined = self.python_operator(op, left, right, node, opnames, inplace)
         if defined is not None:
             return defined
+        if isinstance(left, Seq) or isinstance(right, Seq):
+            combined = sets.binary(self, op, left, right, inplace)
+            if combined is not None:
+                return combined
         if op in COMPARED and (_container(left) or _container(right)):
             compared = _compared(op, left, right)
             if compared is not None:
@@ -3094,6 +3109,8 @@ class Interpreter:
         """Model a builtin or library call; ``None`` when ``fn`` is not one."""
         if isinstance(fn, PyMethod):
             return self.container_method(fn.name, args[0], args[1:], kwargs)
+        if getattr(fn, "__objclass__", None) is set and args and isinstance(args[0], Seq) and args[0].table is not None:
+            return self.container_method(fn.__name__, args[0], args[1:], kwargs)  # set.update(s, more)
         key = fn if hashable(fn) else None
         specials = _BUILTIN_SPECIALS.get(key)
         if specials is not None:
@@ -3125,9 +3142,10 @@ class Interpreter:
             plain = concrete_args(args, kwargs)
             if plain is not None:
                 try:
-                    return self.wrap(fn(*plain[0], **plain[1]))
+                    result = fn(*plain[0], **plain[1])
                 except Exception:  # noqa: BLE001 - the program would raise; predict nothing
                     return Opaque(f"{getattr(fn, '__name__', fn)} raised", Nature.NUMBER)
+                return sets.returned(self, fn, args, plain[0], result) or self.wrap(result)
             if fn in NUMERIC or getattr(fn, "__module__", "") in PURE_MODULES:
                 return Opaque(f"{getattr(fn, '__name__', fn)} of unknown values", Nature.NUMBER)
         return None
@@ -3197,11 +3215,15 @@ class Interpreter:
                     "items": [Seq([Known(k), v]) for k, v in items.items()]}
                 return Seq(listed[name], list)
         if isinstance(receiver, Seq):
+            if receiver.table is not None:
+                changed = sets.method(self, receiver, name, args, kwargs)
+                if changed is not None:
+                    return changed
             if name in ("append", "extend", "insert", "pop", "remove", "clear", "add"):
                 self.unsettled(receiver, name)
             if name == "add" and receiver.kind is set and not receiver.unsure:
                 grown = self.as_set([*receiver.items, first], None)
-                receiver.items, receiver.unsure = grown.items, grown.unsure
+                receiver.items, receiver.unsure, receiver.table = grown.items, grown.unsure, grown.table
                 return NONE
             if name == "append":
                 receiver.items.append(first)
@@ -3370,8 +3392,8 @@ class Interpreter:
         return build
 
     def b_set(self, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
-        if args and isinstance(args[0], Known):
-            return None  # concrete: called for real
+        if args and concrete(args[0])[0]:
+            return None  # called for real (a set's table is copied as the code copies it)
         items = self.unpack(args[0], None) if args else []
         return self.as_set(items, None) if items is not None else Opaque("set of unknown items")
 
@@ -3495,6 +3517,11 @@ class Interpreter:
         memo: dict[int, Value] = {}
 
         def clone(value: Value) -> Value:
+            if isinstance(value, Seq):  # a set is rebuilt from its items, in its order (set(list(s)))
+                return Seq([clone(v) for v in value.items], value.kind, value.unsure) if value.table is None else \
+                    sets.made(self, set(list(value.table)), {o: clone(v) for o, v in zip(value.table, value.items)})
+            if isinstance(value, Dict):
+                return Dict({k: clone(v) for k, v in value.items.items()}, value.kind, value.unsure)
             if not isinstance(value, Instance):
                 return value
             if id(value) not in memo:

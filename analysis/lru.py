@@ -72,12 +72,13 @@ class Same:
     """A key part standing for an object the prediction built: equal to that object's own part
     alone (CPython compares a key's items by identity before ``__eq__``, so the same object
     always finds its entry again; an equal other one might too, which :func:`surely_differs`
-    leaves open)."""
+    leaves open unless the object's class compares by identity, ``by_identity``)."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("obj", "by_identity")
 
-    def __init__(self, obj: object) -> None:
+    def __init__(self, obj: object, by_identity: bool = False) -> None:
         self.obj = obj
+        self.by_identity = by_identity
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Same) and other.obj is self.obj
@@ -88,11 +89,16 @@ class Same:
 
 def surely_differs(held: Any, key: tuple) -> bool:
     """Whether the cache key ``held`` differs from ``key`` (a tuple with :class:`Same` parts)
-    whatever the objects those stand for compare as: a part known on both sides differs."""
+    whatever the objects those stand for compare as: a part known on both sides differs, and so
+    does an object compared by identity with anything but itself (the run built it: no live
+    object is it)."""
     if type(held) is not tuple or len(held) != len(key):
         return True
     for ours, theirs in zip(key, held):
         if isinstance(ours, Same) or isinstance(theirs, Same):
+            itself = isinstance(ours, Same) and isinstance(theirs, Same) and ours.obj is theirs.obj
+            if not itself and any(isinstance(part, Same) and part.by_identity for part in (ours, theirs)):
+                return True
             continue
         try:
             if not bool(ours == theirs):

@@ -122,6 +122,9 @@ class Seq(Value):
     #: Why its items are not known for sure (changed under a branch or loop the prediction
     #: could not decide); empty when they are. Such a list is neither iterated nor measured.
     unsure: str = ""
+    #: For a set of known items: the real set that went through the code's calls, whose order
+    #: its items follow (see :mod:`analysis.sets`).
+    table: Optional[set] = None
 
 
 @dataclass(eq=False, slots=True)
@@ -352,6 +355,8 @@ def concrete(value: Value) -> tuple[bool, Any]:
     if isinstance(value, Known):
         return True, value.obj
     if isinstance(value, Seq) and not value.unsure:
+        if value.table is not None:
+            return True, value.table  # the set itself, as the code holds it
         items = [concrete(v) for v in value.items]
         if all(ok for ok, _ in items):
             objs = [obj for _, obj in items]

@@ -110,7 +110,9 @@ def test_exact_where_it_says_nothing():
     ones the code makes, callable() of a tensor an op made, an argument check
     inside a with whose __exit__ cannot suppress, generators closed (started or not), next of an exhausted iterator
     caught, a context manager whose generator yields inside a with of its own,
-    zip(strict=True) of a source whose length the data decides, a class's __subclasses__ walked by a worklist."""
+    zip(strict=True) of a source whose length the data decides, a class's __subclasses__ walked by a worklist,
+    records compared by identity given to a cached function, sets changed by their methods and operators and
+    iterated in Python's order (copies sized afresh, slots freed by removals), a deep copy's list and set changed."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -121,7 +123,8 @@ def test_exact_where_it_says_nothing():
              "ConstantContents", "PythonNew", "LegacyConstructors", "DataSizedCheck",
              "ReraisingArm", "EveryArmRaises", "GuardedCache", "AskedTwice", "LiveListsCompared",
              "CallableChecks", "ArgumentCheckInWith", "GeneratorProtocol", "ZipStrict",
-             "SubclassWalk"]
+             "SubclassWalk", "CachedPlans", "SetMutations", "SetOrder",
+             "DeepCopiedRecord"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)
@@ -297,6 +300,20 @@ def test_a_cached_call_given_a_record_the_run_built_is_decided_from_empty_caches
     names = [layer.func_name for layer in pred.layers]
     assert names.count("view") == 2 and "sin" not in names, pred.layers  # the except arm: not even optional
     assert H._cooked.cache_info().currsize == 1  # the trace's run: one miss, one hit
+
+
+def test_records_compared_by_identity_are_cache_misses_for_sure():
+    H._plan.cache_clear()
+    H._planned.cache_clear()
+    pred = exact(H.CachedPlans(), torch.randn(3, 8))
+    assert [layer.func_name for layer in pred.layers].count("view") == 2
+
+
+def test_a_set_iterates_in_pythons_order_after_copies_and_removals():
+    """``s`` starts at 1, each copy of it at 16, ``{0, *s}`` at 0; after ``remove(1)``, 33 takes slot 1."""
+    pred = exact(H.SetOrder(), torch.randn(3))
+    assert {layer.func_name: str(layer.count) for layer in pred.layers} == {
+        "sin": "1", "cos": "5", "relu": "1"}, pred.layers
 
 
 def test_a_module_built_in_forward_predicted_from_its_class_is_a_gap():

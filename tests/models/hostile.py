@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import contextlib
+import copy
 import dataclasses
 import functools
 import heapq
@@ -588,6 +589,99 @@ class CachedRecipes(nn.Module):
             x = x.sin()
         first = x.view(x.shape[0], *_cooked(_recipe(heads), x.shape[-1]))
         return first.relu() + x.view(x.shape[0], *_cooked(_recipe(heads), x.shape[-1]))
+
+
+class _Plan:
+    """einops' ``TransformRecipe``: a plain class, equal to itself alone."""
+
+    def __init__(self, heads: int) -> None:
+        self.heads = heads
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(heads):
+    return _Plan(heads)
+
+
+@functools.lru_cache(maxsize=None)
+def _planned(plan, width):
+    return (plan.heads, width // plan.heads)
+
+
+class CachedPlans(nn.Module):
+    """Two records compared by identity, built by one cached function for two patterns and
+    each given to another cached function (einops' ``rearrange`` then ``reduce`` in one
+    forward): from empty caches the second is a miss for sure, whatever the first one's entry."""
+
+    def forward(self, x):
+        first = x.view(x.shape[0], *_planned(_plan(2), x.shape[-1]))
+        return first.sum() + x.view(x.shape[0], *_planned(_plan(4), x.shape[-1])).sum()
+
+
+class _Axes:
+    """einops' parsed pattern: the names it holds, a set filled by ``add``."""
+
+    def __init__(self, text: str) -> None:
+        self.identifiers = set()
+        for name in text.split():
+            self.identifiers.add(name)
+
+
+class SetMutations(nn.Module):
+    """Sets the code builds and changes by their methods and operators (einops' ellipsis: the
+    pattern's names widened by ``update``, ``...`` removed), iterated in Python's order after
+    the changes (strings hash differently in each process), popped, and compared."""
+
+    def forward(self, x):
+        axes = _Axes("b ... d")
+        axes.identifiers.update([f"...{i}" for i in range(x.dim())])
+        axes.identifiers.remove("...")
+        axes.identifiers.discard("missing")
+        axes.identifiers -= {"b"}
+        set.difference_update(axes.identifiers, {"d"})
+        for name in axes.identifiers:
+            x = x.sin() if name.endswith("0") else x.cos()
+        kept = {"p", "q", "r"}
+        kept.intersection_update({"q", "r", "s"})
+        kept.symmetric_difference_update({"r", "t"})
+        popped = kept.pop()
+        both = set.symmetric_difference(kept, {"u"}) | {"v"}
+        return x * len(both) + (x.relu() if popped == "q" else x.tanh())
+
+
+class SetOrder(nn.Module):
+    """Where a set of small integers iterates from: a copy (``set(s)``, ``s.copy()``, ``s | t``,
+    ``{*s}``) is sized afresh, so it can start elsewhere than ``s`` (16 first, not 1); an add
+    after a removal may take the freed slot."""
+
+    def forward(self, x):
+        s = set()
+        for k in (1, 2, 3, 4, 16):
+            s.add(k)
+        for group in (s, set(s), {*s}, s.copy(), s | set(), {0, *s}):
+            x = x.sin() if next(iter(group)) == 1 else x.cos()
+        s.remove(1)
+        s.add(33)
+        return x.relu() if next(iter(s)) == 33 else x.tanh()
+
+
+class _Settings:
+    def __init__(self) -> None:
+        self.names = ["a"]
+        self.kinds = {"x", "y"}
+
+
+class DeepCopiedRecord(nn.Module):
+    """``copy.deepcopy`` of a record holding a list and a set: the copy's are its own, so
+    changing them leaves the original's as they were."""
+
+    def forward(self, x):
+        settings = _Settings()
+        other = copy.deepcopy(settings)
+        other.names.append("b")
+        other.kinds.discard("x")
+        x = x.relu() if len(settings.names) == 1 else x.sin()
+        return x.cos() if len(settings.kinds) == 2 else x.tanh()
 
 
 class SortedTensors(nn.Module):
@@ -1930,7 +2024,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ConstantContents, ContentsNotClaimed, PythonNew, LegacyConstructors, DataSizedCheck,
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
              EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
-             ZipStrict, SubclassWalk]
+             ZipStrict, SubclassWalk, CachedPlans, SetMutations, SetOrder,
+             DeepCopiedRecord]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
