@@ -3182,8 +3182,8 @@ class Interpreter:
                 return Opaque("send to an exhausted generator raises StopIteration")
         if isinstance(receiver, Dict):
             items = receiver.items
-            if name in ("pop", "popitem", "setdefault", "clear", "update"):
-                self.unsettled(receiver, name, first if name == "pop" else None)
+            if name in ("pop", "popitem", "setdefault", "clear", "update", "move_to_end"):
+                self.unsettled(receiver, name, first if name in ("pop", "move_to_end") else None)
             if name == "clear":
                 items.clear()
                 receiver.unsure = receiver.unsure if self.mult.exact != 1 else ""
@@ -3207,6 +3207,10 @@ class Interpreter:
                 return items.pop(key, default)
             if name == "setdefault":
                 return items.setdefault(key, args[1] if len(args) > 1 else NONE)
+            if name in ("popitem", "move_to_end") and receiver.listable:
+                last = kwargs.get("last", args[-1] if len(args) == 2 - (name == "popitem") else TRUE)
+                if isinstance(last, Known):
+                    return self.reordered(receiver, name, key, bool(last.obj))
             if name in ("keys", "values", "items"):
                 if not receiver.listable:
                     return Opaque(f"{name} of a dict with keys it does not know")
@@ -3251,12 +3255,39 @@ class Interpreter:
             if name == "reverse" and not receiver.unsure:
                 receiver.items.reverse()
                 return NONE
+            fields = getattr(receiver.kind, "_fields", None)
+            if name == "_replace" and fields is not None and not args and not receiver.unsure \
+                    and set(kwargs) <= set(fields):  # a named tuple's copy with fields replaced
+                return Seq([kwargs.get(field, item) for field, item in zip(fields, receiver.items)], receiver.kind)
+            if name == "_asdict" and fields is not None and not args and not kwargs and not receiver.unsure:
+                return Dict(dict(zip(fields, receiver.items)))
             if name in ("index", "count"):
                 ok, obj = concrete(receiver)
                 return Known(getattr(obj, name)(first.obj)) if ok and isinstance(first, Known) else Opaque(name, Nature.NUMBER)
         if isinstance(receiver, (Seq, Dict)) and name in MUTATORS and not receiver.unsure:
             receiver.unsure = f"{name}, which the prediction does not model{self.where()}"
         return Opaque(f"method {name} of a container", Nature.ANY)
+
+    def reordered(self, receiver: Dict, name: str, key: Any, last: bool) -> Value:
+        """``d.popitem()`` (an ``OrderedDict``'s from either end) or ``od.move_to_end(key, last)``
+        of a dict whose keys are known: its items, reordered as Python reorders them."""
+        items = receiver.items
+        if name == "popitem":
+            if not items:
+                self.stops(f"popitem of an empty dict raises KeyError{self.where()}", KeyError)
+                return Opaque("popitem of an empty dict")
+            popped = next(reversed(items)) if last else next(iter(items))
+            return Seq([Known(popped), items.pop(popped)])
+        if key not in items:
+            self.stops(f"move_to_end of {key!r}, a key it does not hold, raises KeyError{self.where()}", KeyError)
+            return NONE
+        value = items.pop(key)
+        rest = dict(items)
+        if not last:
+            items.clear()
+        items[key] = value
+        items.update(rest if not last else {})
+        return NONE
 
     # -- handlers ----------------------------------------------------------------------------
 

@@ -112,8 +112,8 @@ MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "u
 #: Live containers the prediction copies on the code's first write into one (see
 #: ``Interpreter.written``), with the mutating methods it models on its copy.
 LIVE_CONTAINERS: dict[type, frozenset] = {
-    dict: frozenset({"setdefault", "update", "pop", "clear"}),
-    collections.OrderedDict: frozenset({"setdefault", "update", "pop", "clear"}),
+    dict: frozenset({"setdefault", "update", "pop", "popitem", "clear"}),
+    collections.OrderedDict: frozenset({"setdefault", "update", "pop", "popitem", "move_to_end", "clear"}),
     list: frozenset({"append", "extend", "insert", "pop", "clear", "sort", "reverse"})}
 #: Values whose builtin methods change nothing but what ``MUTATORS`` names (compiled regular
 #: expressions and their matches included: version strings are parsed with them).

@@ -684,6 +684,26 @@ class DeepCopiedRecord(nn.Module):
         return x.cos() if len(settings.kinds) == 2 else x.tanh()
 
 
+_Pair = collections.namedtuple("_Pair", "scale shift")
+
+
+class ReorderedRecords(nn.Module):
+    """Dicts reordered by their methods (an ``OrderedDict``'s ``move_to_end`` to either end and
+    ``popitem`` from either end, a dict's ``popitem``) and a named tuple's ``_replace`` and
+    ``_asdict``: which ops run hangs on the order and the fields."""
+
+    def forward(self, x):
+        steps = collections.OrderedDict(relu=1, sin=2, cos=3)
+        steps.move_to_end("relu")
+        steps.move_to_end("cos", last=False)
+        name, _ = steps.popitem(last=False)
+        last, _ = {"a": 1, "tanh": 2}.popitem()
+        for step in [*steps, name, last]:
+            x = getattr(x, step)()
+        pair = _Pair(1, 2)._replace(shift=3)
+        return x * pair.scale + pair._asdict()["shift"]
+
+
 class SortedTensors(nn.Module):
     """``sorted`` comparing two tensors (one ``lt`` from C, the order the data decides), by a key
     and reversed; three tensors take a number of comparisons their values decide."""
@@ -2025,7 +2045,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
              EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
              ZipStrict, SubclassWalk, CachedPlans, SetMutations, SetOrder,
-             DeepCopiedRecord]
+             DeepCopiedRecord, ReorderedRecords]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
