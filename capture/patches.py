@@ -3,11 +3,11 @@
 Installing and removing a capture must not stop halfway when an asynchronous exception
 (``KeyboardInterrupt``, a signal handler that raises) arrives. CPython runs signal handlers
 only between bytecodes (after a call returns, at a loop's jump, at a function's start), never
-inside one C function. So each change of process state is a *step*, :func:`step` of a C
-callable (``setattr``, ``dict.pop``, torch's mode stack functions, CPython's
-``PyType_Modified``), and :func:`atomic` runs a whole sequence of steps as one C-level call:
-every step or none. A step never runs Python code, and no step may raise unless every step
-after it may be skipped.
+inside one C function. So each change of process state is a *step*, a tuple ``(func, *args)``
+of a C callable (``setattr``, ``dict.pop``, torch's mode stack functions, CPython's
+``PyType_Modified``) and its arguments, and :func:`atomic` runs a whole sequence of steps as
+one C-level call: every step or none. A step never runs Python code, and no step may raise
+unless every step after it may be skipped.
 """
 
 from __future__ import annotations
@@ -17,21 +17,25 @@ import gc
 import operator
 from collections import deque
 from functools import partial
-from itertools import chain
+from itertools import chain, starmap
 from types import ModuleType, WrapperDescriptorType
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 #: A missing attribute's value.
 MISSING = object()
-#: Calls a step (a ``partial``) from C: ``operator.call`` (Python 3.11+), else the slot of
-#: ``partial`` called with the step (either about half the instructions of a ``methodcaller``,
-#: which looks the method up and binds it for each step).
-run_step: Callable[[Any], Any] = getattr(operator, "call", partial.__call__)
+#: A step: ``(func, *args)``, run as ``func(*args)``; ``func`` must be a C callable. A tuple:
+#: about a third of the instructions of a ``partial`` to make (a capture makes about 20).
+Step = tuple[Any, ...]
+#: ``operator.call`` (Python 3.11+).
+_call: Optional[Callable[..., Any]] = getattr(operator, "call", None)
 
-Step = partial
-#: A step: ``step(func, *args)`` runs ``func(*args)`` when it runs; ``func`` must be a C
-#: callable. (``partial`` itself: a capture builds about 70 steps, each without a Python call.)
-step: Callable[..., Step] = partial
+
+def _run_steps(steps: Iterable[Step]) -> Iterator[Any]:
+    """An iterator that runs each step of ``steps`` as it is advanced, from C alone:
+    ``operator.call`` (Python 3.11+), else each step made a ``partial`` and called."""
+    if _call is not None:
+        return starmap(_call, steps)
+    return map(partial.__call__, starmap(partial, steps))
 
 
 def atomic(*steps: Iterable[Step]) -> Callable[[], Any]:
@@ -40,7 +44,7 @@ def atomic(*steps: Iterable[Step]) -> Callable[[], Any]:
     Lists are read when the call runs (steps appended before then are included). The
     call runs them once; calling it again does nothing.
     """
-    return partial(deque, map(run_step, chain(*steps)), 0)
+    return partial(deque, _run_steps(chain(*steps)), 0)
 
 
 class Patches:
@@ -77,7 +81,7 @@ class Patches:
         elif type(owner) is ModuleType and name in vars(owner):
             self._write(vars(owner), name, value)
         else:
-            self._install.append(step(setattr, owner, name, value))
+            self._install.append((setattr, owner, name, value))
             self._remember(owner, name)
 
     def _write(self, namespace: dict, name: str, value: Any) -> None:
@@ -95,25 +99,25 @@ class Patches:
         # a module, only what its ``__dict__`` holds (not what its ``__getattr__`` gives).
         old = vars(owner).get(name, MISSING) if isinstance(owner, (type, ModuleType)) else getattr(owner, name, MISSING)
         if old is MISSING:
-            self._undo_del.append(step(delattr, owner, name))
+            self._undo_del.append((delattr, owner, name))
         else:
-            self._undo_set.append(step(setattr, owner, name, old))
+            self._undo_set.append((setattr, owner, name, old))
 
     def install(self) -> Iterable[Step]:
         """The steps that apply the planned patches."""
-        return chain(self._install, [step(namespace.update, planned) for namespace, planned, _ in self._namespaces.values()],
+        return chain(self._install, [(namespace.update, planned) for namespace, planned, _ in self._namespaces.values()],
                      self._invalidations())
 
     def undo(self) -> Iterable[Step]:
         """The steps that put every original back (patches set later included)."""
-        restore = []
+        restore: list[Step] = []
         for namespace, _, before in self._namespaces.values():
-            restore.append(step(namespace.update, {name: old for name, old in before.items() if old is not MISSING}))
-            restore.extend(step(namespace.pop, name, None) for name, old in before.items() if old is MISSING)
+            restore.append((namespace.update, {name: old for name, old in before.items() if old is not MISSING}))
+            restore.extend((namespace.pop, name, None) for name, old in before.items() if old is MISSING)
         return chain(self._undo_set, restore, self._undo_del, self._invalidations())
 
     def _invalidations(self) -> list[Step]:
-        return [step(_type_modified, owner) for owner in self._written]
+        return [(_type_modified, owner) for owner in self._written]
 
 
 #: CPython's call after a change made to a type's dict directly (``PyType_Modified``, the

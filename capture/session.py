@@ -24,7 +24,7 @@ import sys
 import threading
 import weakref
 from functools import partial
-from itertools import chain, compress, repeat, takewhile
+from itertools import chain, compress, repeat, starmap, takewhile
 from operator import is_, lt, sub, truth
 from types import CodeType, FrameType, FunctionType
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, cast
@@ -42,7 +42,7 @@ from .buffers import FUSED_MUTATORS, BufferJournal, storage_key
 from .containers import Flat
 from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
-from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict, run_step as _run, step
+from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict
 from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawOp, Segment, compute_op,
                      meta_of)
 from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
@@ -753,12 +753,12 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.planned = _torch_patches()
         install = [
             *self.planned[0],
-            step(setattr, _SERVING, "capture", self),
-            step(_BUFFER_HOOKS.__setitem__, self, self._buffer_hook),
-            step(setattr, self.guard, "active", True),
-            step(setattr, threading, "_trace_hook", self.guard.enter_thread),
-            step(_push_mode, self),
-            step(setattr, self, "stage", Stage.INSTALLED),
+            (setattr, _SERVING, "capture", self),
+            (_BUFFER_HOOKS.__setitem__, self, self._buffer_hook),
+            (setattr, self.guard, "active", True),
+            (setattr, threading, "_trace_hook", self.guard.enter_thread),
+            (_push_mode, self),
+            (setattr, self, "stage", Stage.INSTALLED),
         ]
         self.undo = (tuple, atomic(release_steps(self)), atomic(self.undo_steps(own_thread=True)))
         return atomic(claim_steps(self)), atomic(install)
@@ -770,10 +770,10 @@ class Capture(LeavesStack, TorchFunctionMode):
         child has no such thread).
         """
         return chain(
-            [step(setattr, self.guard, "active", False),
-             step(setattr, threading, "_trace_hook", self.guard.previous),
-             step(_BUFFER_HOOKS.pop, self, None),
-             step(setattr, _SERVING, "capture", None)],
+            [(setattr, self.guard, "active", False),
+             (setattr, threading, "_trace_hook", self.guard.previous),
+             (_BUFFER_HOOKS.pop, self, None),
+             (setattr, _SERVING, "capture", None)],
             self.planned[1],
             self.patches.undo(),
             release_steps(self),
@@ -1050,6 +1050,10 @@ def _compiled_target(compiled: nn.Module) -> nn.Module:
     return cast(nn.Module, compiled._orig_mod)
 
 
+#: Whether a mode stack depth is above zero (``0 < depth``).
+_POSITIVE = partial(lt, 0)
+
+
 def _pop_own_mode(mode: Capture) -> Iterator[Step]:
     """Steps that pop ``mode`` off the top of torch's mode stack while it is on top (each copy).
 
@@ -1058,9 +1062,9 @@ def _pop_own_mode(mode: Capture) -> Iterator[Step]:
     built from C iterators alone (:mod:`capture.patches`), which read the stack again before
     each pop (lazily, as the steps run), so the steps end when the top is not ``mode``.
     """
-    depths = takewhile(partial(lt, 0), map(_run, repeat(step(_mode_depth))))
+    depths = takewhile(_POSITIVE, starmap(_mode_depth, repeat(())))
     on_top = map(is_, map(_mode_at, map(sub, depths, repeat(1))), repeat(mode))
-    return compress(repeat(step(_pop_mode)), takewhile(truth, on_top))
+    return compress(repeat((_pop_mode,)), takewhile(truth, on_top))
 
 
 def _is_script(module: nn.Module) -> bool:

@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 
 from torchlens.analysis.errors import CaptureThreadError
 
-from .patches import Step, atomic, step
+from .patches import Step, atomic
 
 #: The captures that hold or wait on the slot, in the order they claimed it: the first one runs.
 _claims: dict[Any, None] = {}
@@ -52,12 +52,12 @@ class Stage(IntEnum):
 
 def claim_steps(capture: Any) -> list[Step]:
     """The steps of a claim: queue ``capture`` for the slot and mark it claimed."""
-    return [step(_claims.__setitem__, capture, None), step(setattr, capture, "stage", Stage.CLAIMED)]
+    return [(_claims.__setitem__, capture, None), (setattr, capture, "stage", Stage.CLAIMED)]
 
 
 def release_steps(capture: Any) -> list[Step]:
     """The steps that give the slot back (idempotent)."""
-    return [step(_claims.pop, capture, None), step(setattr, capture, "stage", Stage.IDLE)]
+    return [(_claims.pop, capture, None), (setattr, capture, "stage", Stage.IDLE)]
 
 
 def check_claim(capture: Any) -> None:
