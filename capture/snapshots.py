@@ -42,6 +42,7 @@ def snapshot(tensor: torch.Tensor) -> torch.Tensor:
 _lazy_clone: Optional[Callable[[torch.Tensor], torch.Tensor]] = getattr(torch, "_lazy_clone", None)
 #: The tensor types :func:`lazy_snapshot` clones lazily (no subclass: its own storage rules).
 _PLAIN = (torch.Tensor, nn.Parameter)
+_STRIDED = torch.strided
 
 
 def lazy_snapshot(tensor: torch.Tensor) -> torch.Tensor:
@@ -54,13 +55,17 @@ def lazy_snapshot(tensor: torch.Tensor) -> torch.Tensor:
     quantized ones and refuses storages with their own deleter, such as shared memory).
     Memory written behind torch's back (through a NumPy array made from the tensor before
     the trace) reaches such a copy too.
+
+    The clone is made of ``tensor.data``, which keeps it out of autograd as ``detach()`` would,
+    at about 1 us less a tensor (a capture clones every parameter the forward pass read); the
+    version counter ``data`` does not share is the clone's own anyway.
     """
-    if (_lazy_clone is not None and type(tensor) in _PLAIN and tensor.layout is torch.strided
+    if (_lazy_clone is not None and type(tensor) in _PLAIN and tensor.layout is _STRIDED
             and (tensor.is_cpu or tensor.is_cuda) and not tensor.is_quantized
             and tensor.storage_offset() == 0 and tensor.is_contiguous()
             and tensor.nbytes == tensor.untyped_storage().nbytes()):
         try:
-            return _lazy_clone(tensor.detach())
+            return _lazy_clone(tensor.data)
         except RuntimeError:  # a storage with its own deleter: copied now
             pass
     return snapshot(tensor)
