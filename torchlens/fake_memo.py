@@ -360,7 +360,8 @@ class OpMemo:
         swin_v2's ``relu_`` writes into its ``linear``'s output, it still has) and no constant. Not for views made
         together (``split``: torch treats writes into them apart). An argument returned is
         this call's argument; a value (or a raise) is the same. What is made has another
-        ``grad_fn`` (``_FreshBackward``, ``AsStridedBackward0``: fakes are never run backward)."""
+        ``grad_fn`` (``_FreshBackward``, ``AsStridedBackward0``: fakes are never run backward).
+        No argument is changed (views of them are made, nothing written or resized)."""
         outcome = calls[k] if k < len(calls) else None
         if outcome is None and (not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None):
             return MISS
@@ -402,10 +403,12 @@ class OpMemo:
         """What the op could change in its tensor arguments, read before it runs."""
         return [_changes(t) for t in inputs]
 
-    def put(self, calls: list[Optional[_Outcome]], k: int, result: Any, inputs: list, before: list) -> None:
+    def put(self, calls: list[Optional[_Outcome]], k: int, result: Any, inputs: list, before: Optional[list]) -> None:
         """Keep what the ``k``-th call of ``calls`` gave (``result``; :data:`UNKNOWN` if fakes
-        could not compute it), if it changed none of its arguments and can be given again exactly."""
-        if any(_changes(t) != b for t, b in zip(inputs, before)):
+        could not compute it), if it changed none of its arguments (``before``: what
+        :meth:`before` read; ``None`` for a result :meth:`like` made, which changes none) and
+        can be given again exactly."""
+        if before is not None and any(_changes(t) != b for t, b in zip(inputs, before)):
             self.epoch += 1
             return
         if k >= PER_KEY:

@@ -686,11 +686,13 @@ class FakeShapes:
         self._calls[id(calls)] = (calls, k)
         result = memo.get(calls, k, inputs, known)
         if result is MISS:
-            before = memo.before(inputs)
             result = memo.like(calls, k, inputs)
             if result is MISS:
+                before = memo.before(inputs)
                 result = self._run(mode, fn, plain, plain_kw)
-            memo.put(calls, k, result, inputs, before)
+                memo.put(calls, k, result, inputs, before)
+            else:
+                memo.put(calls, k, result, inputs, None)
         return result
 
     @staticmethod
