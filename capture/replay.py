@@ -23,6 +23,10 @@ from torchlens.analysis.builder import builder
 
 #: Device types whose autocast state a capture records.
 AUTOCAST_DEVICES = ("cpu", "cuda")
+#: Autocast enabled on none of them (what :meth:`Modes.now` knows without asking per device
+#: when torch says autocast is off everywhere).
+_AUTOCAST_OFF = (False,) * len(AUTOCAST_DEVICES)
+_any_autocast: Callable[[], bool] = torch._C._is_any_autocast_enabled
 
 
 class Produced:
@@ -129,7 +133,7 @@ class Modes:
     @classmethod
     def now(cls) -> "Modes":
         """The current modes (one record per distinct set of them, made once: :data:`_KNOWN_MODES`)."""
-        enabled = tuple(map(torch.is_autocast_enabled, AUTOCAST_DEVICES))
+        enabled = tuple(map(torch.is_autocast_enabled, AUTOCAST_DEVICES)) if _any_autocast() else _AUTOCAST_OFF
         dtypes = tuple(map(torch.get_autocast_dtype, AUTOCAST_DEVICES))
         grad, default = torch.is_grad_enabled(), torch.get_default_dtype()
         key = (enabled, dtypes, grad, default)

@@ -13,7 +13,7 @@ records too).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
@@ -36,14 +36,14 @@ class Walk:
     #: ``named_modules()``: the model first (address ``""``), then its children, depth first.
     modules: list[tuple[str, nn.Module]]
     #: ``named_parameters()``: each parameter once, at its first address.
-    params: list[tuple[str, torch.Tensor]] = field(default_factory=list)
+    params: list[tuple[str, torch.Tensor]]
     #: ``named_buffers()`` with each buffer's owning module and attribute name.
-    buffers: list[tuple[str, nn.Module, str, torch.Tensor]] = field(default_factory=list)
+    buffers: list[tuple[str, nn.Module, str, torch.Tensor]]
     #: Storages of the parameters and of the tensors in module attributes (one level into
     #: lists, tuples and dicts): model state a forward pass reads as plain tensors.
-    readable: set[int] = field(default_factory=set)
+    readable: set[int]
     #: Storages of the registered buffers.
-    buffer_storages: set[int] = field(default_factory=set)
+    buffer_storages: set[int]
 
 
 def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
@@ -54,8 +54,9 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     met for the first time in the walk are its own, each once; a module that shares one with
     an earlier module has its names read again (:func:`_names`), as has every module's children
     when a module was met twice."""
-    found = Walk([])
-    modules, params, buffers = found.modules, found.params, found.buffers
+    modules: list[tuple[str, nn.Module]] = []
+    params: list[tuple[str, torch.Tensor]] = []
+    buffers: list[tuple[str, nn.Module, str, torch.Tensor]] = []
     seen_modules: set[int] = set()
     seen_params: set[int] = set()
     seen_buffers: set[int] = set()
@@ -125,9 +126,8 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     if met_twice and records is not None:  # a module twice in one registry lists it once
         for record, (name, module) in zip(records[len(records) - len(modules):], modules):
             record.children = _names(name + "." if name else "", vars(module)["_modules"])
-    found.readable = set(storage_keys(readable))
-    found.buffer_storages = set(storage_keys(buffer_tensors))
-    return found
+    return Walk(modules, params, buffers, set(storage_keys(readable)),
+                set(storage_keys(buffer_tensors)) if buffer_tensors else set())
 
 
 def module_record(module: nn.Module, address: str, prefix: str, parent: Optional[str],
