@@ -65,7 +65,8 @@ class Host:
     def op_name(self, fn: Any) -> Optional[str]:
         """The op name if calling ``fn`` records an op (``torch.tanh`` -> ``tanh``), else ``None``.
         Not asked of a Python method bound at the call (``types.MethodType``): its function is
-        called with the receiver first, and asked instead."""
+        called with the receiver first, and asked instead; nor of a module (:meth:`is_module`):
+        calling one is a module call."""
         return None
 
     def op_result(self, name: str, fn: Any, args: Sequence[Value], kwargs: dict[str, Value],
@@ -95,7 +96,8 @@ class Host:
         return self.op_name(fn)
 
     def intrinsic(self, fn: Any) -> Optional[Intrinsic]:
-        """The kind of intrinsic ``fn`` is, or ``None`` (not asked of a bound Python method, as :meth:`op_name`)."""
+        """The kind of intrinsic ``fn`` is, or ``None`` (not asked of a bound Python method nor of a
+        module, as :meth:`op_name`)."""
         return None
 
     def constant_call(self, fn: Any) -> bool:

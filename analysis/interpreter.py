@@ -142,7 +142,8 @@ class Callee(Enum):
 
     #: A plain Python function, read as it is whatever the arguments.
     PLAIN = "plain"
-    #: Anything else (a module, a modelled builtin, a class, a function that may be called for real).
+    #: Anything else (a modelled builtin, a class, a function that may be called for real; a module is
+    #: told by the host first, see :meth:`Interpreter.call_known`).
     OTHER = "other"
 
 
@@ -751,8 +752,13 @@ class Interpreter:
             if kind is Intrinsic:
                 return self.call_intrinsic(what, obj, args, kwargs)  # type: ignore[arg-type]
         else:
-            if type(obj) is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
+            own = type(obj)
+            if own is PyMethod:  # a method of a container the code built, made for this call: asked nothing
+                return self.container_method(obj.name, args[0], args[1:], kwargs)
+            if own is types.MethodType:  # a Python method bound now: no op, intrinsic nor module
                 return self.call(self.wrap(obj.__func__), [self.wrap(obj.__self__), *args], kwargs)
+            if self.host.is_module(obj):  # a module call: neither an op nor an intrinsic (see Host.op_name)
+                return self.module_call(obj, args, kwargs)
             intrinsic = self.host.intrinsic(obj)
             if intrinsic is not None:
                 self.found[id(obj)] = (obj, intrinsic)
@@ -763,8 +769,6 @@ class Interpreter:
                 return self.call_op(name, obj, args, kwargs)
             self.found[id(obj)] = (obj, Callee.OTHER)
         host = self.host
-        if host.is_module(obj):
-            return self.module_call(obj, args, kwargs)
         handled = self.call_builtin(obj, args, kwargs)
         if handled is not None:
             return handled
@@ -3107,8 +3111,6 @@ class Interpreter:
 
     def call_builtin(self, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
         """Model a builtin or library call; ``None`` when ``fn`` is not one."""
-        if isinstance(fn, PyMethod):
-            return self.container_method(fn.name, args[0], args[1:], kwargs)
         if getattr(fn, "__objclass__", None) is set and args and isinstance(args[0], Seq) and args[0].table is not None:
             return self.container_method(fn.__name__, args[0], args[1:], kwargs)  # set.update(s, more)
         key = fn if hashable(fn) else None
