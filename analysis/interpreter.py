@@ -63,7 +63,7 @@ from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_O
                          NUMERIC, PLAIN, PURE_MODULES, READS, STAR_ITER, SUBSCR_LOAD, SUBSCR_STORE, TENSOR_QUERIES, UNARY,
                          UNARY_OPS, UNPACK, WITH_ENTER, class_attr, hashable, is_pure, keep, numbers_ufunc)
 from .sites import CodeId, Place, collapse, instruction_place
-from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_text
+from .source import CALL_OPS, Parameters, SourceFile, source_of_code, source_read_before, source_text
 from .values import (FALSE, NONE, TRUE, Bound, Dict, Function, Instance, Known, Lazy, Nature, Opaque,
                      Partial, PyMethod, Seq, SuperRef, Tensor, TensorTuple, Union, Value, concrete,
                      concrete_args, contains, contents_truth, element_of, identical, join, may_hold_tensor,
@@ -1154,15 +1154,19 @@ class Interpreter:
         if read is not None and read[0] is code and read[1] == qualname:
             src, node, stale = read[2], read[3], read[4]
         else:
-            started = time.thread_time()
-            try:
-                src, node = source_of_code(code, qualname)
+            found = source_read_before(code, qualname)  # read by an earlier run: nothing to read
+            if found is None:
+                started = time.thread_time()
+                try:
+                    found = source_of_code(code, qualname)
+                except SourceUnavailableError as error:
+                    missing = error
+                finally:  # reading a file is bounded work: the budget counts interpretation only
+                    self.deadline += time.thread_time() - started
+            if found is not None:
+                src, node = found
                 stale = _stale(code, qualname, src, node)
                 self.sources[id(code)] = (code, qualname, src, node, stale)
-            except SourceUnavailableError as error:
-                missing = error
-            finally:  # reading a file is bounded work: the budget counts interpretation only
-                self.deadline += time.thread_time() - started
         if missing is not None:
             unread_why = unread(fn)
             if unread_why is None:  # straight-line code (exec of a string): read its instructions

@@ -33,7 +33,8 @@ from .caches import PerFile
 from .errors import SourceUnavailableError
 from .sites import Place, instruction_place
 
-__all__ = ["SourceFile", "Parameters", "source_file", "source_of_code", "source_text", "NODES", "CALL_OPS"]
+__all__ = ["SourceFile", "Parameters", "source_file", "source_of_code", "source_read_before", "source_text", "NODES",
+           "CALL_OPS"]
 
 #: Node kinds whose instructions can reach a torch op: calls, operators, subscripts,
 #: attribute loads (properties), ``for`` (``__iter__``/``__next__``) and ``with``.
@@ -139,11 +140,14 @@ class _File:
     """What is kept of one source file: its lines as :mod:`linecache` gave them, the
     definitions read from it one by one, and the whole file once something needed it."""
 
-    __slots__ = ("lines", "defs", "whole", "_imports")
+    __slots__ = ("lines", "defs", "whole", "_imports", "read")
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self._imports: Optional[str] = None
+        #: ``id(live code object)`` -> (it, the qualified name asked, what :func:`source_of_code`
+        #: gave for them from these lines): each found once while the lines stand.
+        self.read: dict[int, tuple[CodeType, Optional[str], tuple[SourceFile, ast.AST]]] = {}
         #: ``(first line, name, qualified name)`` of a live code object -> its definition read
         #: alone (``None``: it cannot be read alone, see :func:`_definition`).
         self.defs: dict[tuple[int, str, str], Optional[tuple[SourceFile, ast.AST]]] = {}
@@ -177,6 +181,30 @@ def source_of_code(code: CodeType, qualname: Optional[str] = None) -> tuple[Sour
     """
     entry = _file(code.co_filename)
     qualname = getattr(code, "co_qualname", qualname)
+    found = _read_before(entry, code, qualname)
+    if found is None:
+        found = _read(entry, code, qualname)
+        entry.read[id(code)] = (code, qualname, found)  # (the entry keeps the code: its id is not reused)
+    return found
+
+
+def source_read_before(code: CodeType, qualname: Optional[str] = None) -> Optional[tuple[SourceFile, ast.AST]]:
+    """What :func:`source_of_code` gives, where it gave it before from the lines :mod:`linecache`
+    gives now (nothing is parsed); else ``None``."""
+    try:
+        entry = _file(code.co_filename)
+    except SourceUnavailableError:
+        return None
+    return _read_before(entry, code, getattr(code, "co_qualname", qualname))
+
+
+def _read_before(entry: _File, code: CodeType, qualname: Optional[str]) -> Optional[tuple[SourceFile, ast.AST]]:
+    found = entry.read.get(id(code))
+    return found[2] if found is not None and found[0] is code and found[1] == qualname else None
+
+
+def _read(entry: _File, code: CodeType, qualname: Optional[str]) -> tuple[SourceFile, ast.AST]:
+    """:func:`source_of_code` of a code object not read from ``entry``'s lines before."""
     if qualname is not None:
         key = (code.co_firstlineno, code.co_name, qualname)
         if key not in entry.defs:

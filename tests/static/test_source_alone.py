@@ -22,7 +22,7 @@ import pytest
 from torchlens.analysis import source
 from torchlens.analysis.align import walk_codes
 from torchlens.analysis.errors import SourceUnavailableError
-from torchlens.analysis.source import source_file, source_of_code
+from torchlens.analysis.source import source_file, source_of_code, source_read_before
 
 MODULE = '''\
 from __future__ import annotations
@@ -155,19 +155,24 @@ def test_closure_defined_in_a_call_is_read_alone(module) -> None:
 
 def test_an_edited_file_is_read_again(module, tmp_path) -> None:
     """The cache is per text: lines moved after import make the live code stale (an error,
-    never the old reading); the re-imported module is read from the new text."""
+    never the old reading, nor what was read before: ``source_read_before``); the re-imported
+    module is read from the new text."""
     code = module.plain.__code__
     src, node = source_of_code(code, "plain")
     assert node.lineno == code.co_firstlineno
+    assert source_read_before(code, "plain") == (src, node)
     path = tmp_path / "alone_model.py"
     path.write_text("\n\n" + MODULE)
     linecache.checkcache(str(path))
+    assert source_read_before(code, "plain") is None
     with pytest.raises(SourceUnavailableError, match="changed after it was imported"):
         source_of_code(code, "plain")
     spec = importlib.util.spec_from_file_location("alone_model", path)
     fresh = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fresh)
+    assert source_read_before(fresh.plain.__code__, "plain") is None
     src2, node2 = source_of_code(fresh.plain.__code__, "plain")
+    assert source_read_before(fresh.plain.__code__, "plain") == (src2, node2)
     assert node2.lineno == node.lineno + 2 and src2 is not src
 
 
