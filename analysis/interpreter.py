@@ -2788,6 +2788,9 @@ class Interpreter:
         finally:
             self.catching -= bool(node.handlers)
         if signal is not None and signal.kind is Exit.RAISE and node.handlers:
+            if self.unraised != exactness[5] and len(self.events) > start:  # see exactness()
+                self.note(f"try{self.where(node)}: a raise in its body was taken as not run, so the ops after "
+                          "it are predicted; if it runs, they do not and its except arm runs from there")
             signal = self.caught(node, signal)
         else:
             # a body that ran no op and was followed exactly raises nowhere the run did not see

@@ -704,6 +704,28 @@ class ReorderedRecords(nn.Module):
         return x * pair.scale + pair._asdict()["shift"]
 
 
+class _Stop(Exception):
+    pass
+
+
+class RaiseInDataLoop(nn.Module):
+    """A loop whose test the prediction cannot decide and whose body can only raise (taken as
+    not run), inside a try whose body then raises for sure: the ops in between run only if
+    the loop did not (the fuzzer's shrunk case)."""
+
+    def forward(self, x, y):
+        try:
+            c0 = torch.zeros(())
+            while c0.sum() < 1:
+                raise _Stop()
+                c0 = c0 + 1.0
+            x = 2.0 * y
+            raise _Stop()
+        except _Stop:
+            pass
+        return x
+
+
 class SortedTensors(nn.Module):
     """``sorted`` comparing two tensors (one ``lt`` from C, the order the data decides), by a key
     and reversed; three tensors take a number of comparisons their values decide."""
@@ -1792,7 +1814,8 @@ class UnknownClassRaised(nn.Module):
 class EveryArmRaises(nn.Module):
     """Branches the prediction cannot decide (the data's sign) whose every arm raises, inside a
     ``try``: what is raised is one of the arms' classes, so the ``except`` arm taking every one
-    of them runs for certain (and the ops an arm runs before raising are optional)."""
+    of them runs for certain. In the second, one arm can only raise and is taken as not run, so
+    the ops after it (the ``elif``'s test) are predicted as running: a note says so."""
 
     def forward(self, x):
         try:
@@ -2053,4 +2076,5 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
     out["ExecBranch"] = (ExecBranch(), (x,))
     out["Packed"] = (Packed(), (torch.randn(3, 3, 4),))
     out["InputWritten"] = (InputWritten(), (torch.randn(3, 4),))
+    out["RaiseInDataLoop"] = (RaiseInDataLoop(), (x, torch.randn(3, 4)))
     return out
