@@ -467,6 +467,7 @@ class Interpreter:
             copy.deepcopy: self.b_deepcopy, functools.partial: self.b_partial, keep: self.b_keep,
             builtins.eval: self.b_eval, builtins.exec: self.b_eval, object.__new__: self.b_object_new,
             object.__init__: self.b_object_init,
+            **{getattr(set, name): self.b_set_method(name) for name in sets.CHANGES | sets.READS},
             **callback_handlers(self),
         }
 
@@ -2780,7 +2781,7 @@ class Interpreter:
     # -- try, with ---------------------------------------------------------------------------
 
     def exec_Try(self, node: Any) -> Optional[Signal]:
-        start = len(self.events)
+        start, unraised = len(self.events), self.unraised
         exactness = self.exactness()
         self.catching += bool(node.handlers)
         try:
@@ -2788,7 +2789,7 @@ class Interpreter:
         finally:
             self.catching -= bool(node.handlers)
         if signal is not None and signal.kind is Exit.RAISE and node.handlers:
-            if self.unraised != exactness[5] and len(self.events) > start:  # see exactness()
+            if self.unraised != unraised and len(self.events) > start:
                 self.note(f"try{self.where(node)}: a raise in its body was taken as not run, so the ops after "
                           "it are predicted; if it runs, they do not and its except arm runs from there")
             signal = self.caught(node, signal)
@@ -3118,8 +3119,6 @@ class Interpreter:
 
     def call_builtin(self, fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
         """Model a builtin or library call; ``None`` when ``fn`` is not one."""
-        if getattr(fn, "__objclass__", None) is set and args and isinstance(args[0], Seq) and args[0].table is not None:
-            return self.container_method(fn.__name__, args[0], args[1:], kwargs)  # set.update(s, more)
         key = fn if hashable(fn) else None
         specials = _BUILTIN_SPECIALS.get(key)
         if specials is not None:
@@ -3291,11 +3290,13 @@ class Interpreter:
             self.stops(f"move_to_end of {key!r}, a key it does not hold, raises KeyError{self.where()}", KeyError)
             return NONE
         value = items.pop(key)
-        rest = dict(items)
-        if not last:
+        if last:
+            items[key] = value
+        else:  # first: the key, then the others in their order
+            rest = dict(items)
             items.clear()
-        items[key] = value
-        items.update(rest if not last else {})
+            items[key] = value
+            items.update(rest)
         return NONE
 
     # -- handlers ----------------------------------------------------------------------------
@@ -3436,6 +3437,14 @@ class Interpreter:
             return None  # called for real (a set's table is copied as the code copies it)
         items = self.unpack(args[0], None) if args else []
         return self.as_set(items, None) if items is not None else Opaque("set of unknown items")
+
+    def b_set_method(self, name: str) -> Handler:
+        """``set.name(s, ...)`` (``set.update(s, more)``) of a set the run follows by its table."""
+        def call(args: list[Value], kwargs: dict[str, Value]) -> Optional[Value]:
+            if args and isinstance(args[0], Seq) and args[0].table is not None:
+                return self.container_method(name, args[0], args[1:], kwargs)
+            return None
+        return call
 
     def b_mapping(self, kind: type) -> Handler:
         """``dict(...)`` or ``OrderedDict(...)`` of a dict built by the code, or of keywords."""
