@@ -57,6 +57,7 @@ from .events import Event, Gap, HookMark, Link, LoopEntry, real_inputs
 from . import lru, sets
 from .generated import build_dataclass, build_named_tuple, generated, is_named_tuple, is_tuple_new
 from .host import Host, Intrinsic, Member, OpRaises
+from .localclass import build_class
 from .passes import MAYBE, ONE, Count
 from .pybuiltins import (ATTR_LOAD, BINARY, BINOPS, BOOL_OPS, COMPARE, COMPARE_OPS, CONCRETE, CONTAINS_OPS, CONVERT_OPS,
                          FOR_ITER, FORMAT_OPS, GET_ITER, ITERATING, LIVE_CONTAINERS, MAX_UNROLL, MIRROR, MUTATORS,
@@ -1149,6 +1150,9 @@ class Interpreter:
     def read_function(self, fn: types.FunctionType, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Interpret a live Python function the host reads as it is (:meth:`Host.plain_function`)
         from its source (opaque if there is none)."""
+        held = self.held.get(id(fn))
+        if held is not None and held[0] is fn:  # a method of a class the code made (analysis.localclass)
+            return self.call(held[1], args, kwargs)
         missing: Optional[SourceUnavailableError] = None
         code, qualname = fn.__code__, fn.__qualname__
         read = self.sources.get(id(code))
@@ -1205,8 +1209,11 @@ class Interpreter:
 
     def run_function(self, fn: Function, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Interpret a function defined by the code being read."""
-        closure_id = tuple(id(_lookup(fn.enclosing, name)) for name in fn.code.co_freevars) or None
-        return self.run_code(fn.source, fn.node, fn.code, fn.globals, fn.enclosing, closure_id, None,
+        freevars = fn.code.co_freevars
+        closure_id = tuple(id(_lookup(fn.enclosing, name)) for name in freevars) or None
+        owner = _lookup(fn.enclosing, "__class__") if "__class__" in freevars else None  # a method's (localclass)
+        return self.run_code(fn.source, fn.node, fn.code, fn.globals, fn.enclosing, closure_id,
+                             owner.obj if isinstance(owner, Known) else None,
                              fn.defaults, fn.kw_defaults, args, kwargs, _as_is)
 
     def run_code(self, src: SourceFile, node: ast.AST, code: CodeType, globals_: dict,
@@ -2427,7 +2434,9 @@ class Interpreter:
     exec_AsyncFunctionDef = exec_FunctionDef
 
     def exec_ClassDef(self, node: ast.ClassDef) -> None:
-        self.bind_name(node.name, Opaque(f"class {node.name} defined in a function"))
+        frame = self.frame
+        if frame is not None:
+            self.bind_name(node.name, build_class(self, frame, node))
 
     def make_function(self, node: Any, code: Any) -> Function:
         frame = self.frame

@@ -68,6 +68,9 @@ REPORTED["LostLeftOperand"] = (f"mul of {{x: 2}}[x], a value the prediction lost
 REPORTED["StarUnknown"] = f"pair is given *items the prediction cannot list at {line_of(H.StarUnknown, 'self.pair(*xs)')}"
 REPORTED["WrittenUnknown"] = (f"add of d[0], a value the prediction lost track of (item of an unknown value) at "
                               f"{line_of(H.WrittenUnknown, 'd[0] + x')} in WrittenUnknown.forward: taken as a tensor")
+REPORTED["LocalClassRunsCode"] = (f"class Offset defined at {line_of(H.LocalClassRunsCode, 'class Offset')} in "
+                                  "LocalClassRunsCode.forward: torch.ones(4) at line "
+                                  f"{line_of(H.LocalClassRunsCode, 'w = torch.ones').split(':')[1]} runs code")
 if sys.version_info < (3, 11):
     REPORTED["ExecFunction"] = "scaled_tanh: no source for '<string>'"
 
@@ -118,7 +121,7 @@ def test_exact_where_it_says_nothing():
     zip(strict=True) of a source whose length the data decides, a class's __subclasses__ walked by a worklist,
     records compared by identity given to a cached function, sets changed by their methods and operators and
     iterated in Python's order (copies sized afresh, slots freed by removals), a deep copy's list and set changed,
-    dicts reordered by move_to_end and popitem, a named tuple's _replace and _asdict."""
+    dicts reordered by move_to_end and popitem, a named tuple's _replace and _asdict, classes defined in forward."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -130,7 +133,7 @@ def test_exact_where_it_says_nothing():
              "ReraisingArm", "GuardedCache", "AskedTwice", "LiveListsCompared",
              "CallableChecks", "ArgumentCheckInWith", "GeneratorProtocol", "ZipStrict",
              "SubclassWalk", "CachedPlans", "SetMutations", "SetOrder",
-             "DeepCopiedRecord", "ReorderedRecords"]
+             "DeepCopiedRecord", "ReorderedRecords", "LocalClasses"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

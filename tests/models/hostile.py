@@ -10,6 +10,7 @@ import collections.abc
 import contextlib
 import copy
 import dataclasses
+import enum
 import functools
 import heapq
 import importlib.util
@@ -2042,6 +2043,85 @@ class ArgumentCheckInWith(nn.Module):
         return x.cos()
 
 
+class LocalClasses(nn.Module):
+    """Classes defined in ``forward``, made for real around their methods: a closure, ``super()``
+    between two of them, a dataclass with a ``__post_init__``, a named tuple, an enum,
+    properties, static and class methods, ``__slots__``, class constants read by a default, and
+    a class made anew on each pass of a loop (an unknown value before)."""
+
+    def forward(self, x):
+        scale = 3
+
+        class Base:
+            __slots__ = ("t",)
+            LIMIT = 2
+            DOUBLE = LIMIT * 2
+
+            def __init__(self, t):
+                self.t = t
+
+            def f(self, k=DOUBLE):
+                return self.t.relu() * k * scale
+
+        class Child(Base):
+            __slots__ = ()
+
+            def f(self, k=1):
+                return super().f(k).sin()
+
+            @property
+            def doubled(self):
+                return self.t * 2
+
+            @staticmethod
+            def shift(t):
+                return t - 1
+
+            @classmethod
+            def made(cls, t):
+                return cls(t.neg())
+
+        @dataclasses.dataclass
+        class Record:
+            a: torch.Tensor
+            n: int = 2
+
+            def __post_init__(self):
+                self.a = self.a.exp()
+
+        class Pair(typing.NamedTuple):
+            a: torch.Tensor
+            b: int
+
+        class Mode(enum.Enum):
+            FAST = 1
+            SLOW = 2
+
+        child = Child.made(x)
+        y = child.f() + Child.shift(child.doubled) + Base(x).f()
+        y = y * Record(y).n + Record(y).a + Pair(y.cos(), 3).a
+        for k in range(2):
+            class Step:
+                n = k
+
+                def scaled(self, t):
+                    return t * self.n
+            y = Step().scaled(y).tanh()
+        return y.sigmoid() if Mode["FAST"].value == 1 else y.abs()
+
+
+class LocalClassRunsCode(nn.Module):
+    """A class whose body runs torch (a class attribute made by ``torch.ones``): not made, said."""
+
+    def forward(self, x):
+        class Offset:
+            w = torch.ones(4)
+
+            def add(self, t):
+                return t + self.w
+        return Offset().add(x).relu()
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -2068,7 +2148,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
              EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
              ZipStrict, SubclassWalk, CachedPlans, SetMutations, SetOrder,
-             DeepCopiedRecord, ReorderedRecords]
+             DeepCopiedRecord, ReorderedRecords, LocalClasses, LocalClassRunsCode]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))

@@ -14,7 +14,9 @@ Line layout matters here (which call is on which line), so keep the formatting a
 
 from __future__ import annotations
 
+import dataclasses
 import dis
+import enum
 import functools
 import inspect
 import linecache
@@ -547,6 +549,44 @@ def python_specials(o, n):
     a, b = s
     s[0] = s[1]
     return total, t, u, v, w, x, text, a, b, s.missing, [c for c in s]
+
+
+def local_classes(o, x):
+    """Classes made by the function itself: a method over a closure, ``super()`` between two
+    of them, a dataclass, an enum, a property and a static method (3.10 has no ``co_qualname``:
+    the classes' places come from the methods' code alone)."""
+    scale = 2
+
+    class Base:
+        def f(self, t):
+            return o.op(t) * scale
+
+    class Child(Base):
+        def f(self, t):
+            return o.op2(super().f(t))
+
+        @property
+        def twice(self):
+            return self.f(x)
+
+        @staticmethod
+        def plain(t):
+            return o.op(t)
+
+    @dataclasses.dataclass
+    class Pair:
+        a: object
+        b: int = 1
+
+        def __post_init__(self):
+            self.a = o.op2(self.a)
+
+    class Mode(enum.Enum):
+        ONE = 1
+        TWO = 2
+
+    pair = Pair(Child().twice)
+    return Child.plain(pair.a) if Mode["TWO"].value == 2 else o.op(x)
 
 
 # --- for property-based tests --------------------------------------------------------------

@@ -82,6 +82,7 @@ CASES = {
     "sum of values": (m.sum_of_values, (), {"value": True}),
     "value operators": (m.value_operators, (), {"value": True}),
     "python special methods": (m.python_specials, (0,), {"names": m.SPECIAL_OPS}),
+    "classes made by the function": (m.local_classes, (0,), {"names": ("op", "op2")}),
 }
 
 
