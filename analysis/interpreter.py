@@ -86,6 +86,10 @@ _STDLIB_PURE = frozenset({"inspect", "typing", "dataclasses", "enum", "collectio
                           "packaging"})
 #: Modules whose functions only report (warnings, logs): not followed, they run no op.
 _SILENT = frozenset({"warnings", "logging"})
+#: Their functions that answer a question (which logger, is a level on): called for real, as code
+#: branches on them (``if logger.isEnabledFor(logging.DEBUG):``).
+_SILENT_QUERIES = frozenset({"getLogger", "getChild", "isEnabledFor", "getEffectiveLevel", "hasHandlers",
+                             "getLevelName"})
 
 
 #: Higher-order ops whose outputs follow their operands or branches: op name -> parameter names.
@@ -779,7 +783,11 @@ class Interpreter:
         if isinstance(obj, types.FunctionType):
             module = (obj.__module__ or "").partition(".")[0]
             if module in _SILENT:
-                return NONE
+                if obj.__name__ not in _SILENT_QUERIES:
+                    return NONE
+                concrete = concrete_args(args, kwargs)
+                return self.wrap(obj(*concrete[0], **concrete[1])) if concrete is not None else Opaque(
+                    f"{obj.__qualname__} of values the prediction lost track of", Nature.NUMBER)
             if module in _STDLIB_PURE or self.host.constant_call(obj):
                 concrete = concrete_args(args, kwargs)
                 if concrete is not None:
@@ -1751,6 +1759,8 @@ class Interpreter:
             combined = sets.binary(self, op, left, right, inplace)
             if combined is not None:
                 return combined
+        if op == "or" and isinstance(right, Dict) | _live_dict(right) and isinstance(left, Dict) | _live_dict(left):
+            return self.merged(left, right, inplace)
         if op in COMPARED and (_container(left) or _container(right)):
             compared = _compared(op, left, right)
             if compared is not None:
@@ -1770,6 +1780,19 @@ class Interpreter:
                      f"({cast(Opaque, (left, right)[lost]).why}){where}")
         numberish = _numberish(left) and _numberish(right)
         return Opaque(f"{op} of unknown values{where}", Nature.NUMBER if numberish else Nature.ANY)
+
+    def merged(self, left: Value, right: Value, inplace: bool) -> Value:
+        """``left | right`` of two dicts (one the code built): a new dict with the right one's
+        items over the left one's; ``|=`` updates the left one (a live dict as a write would)."""
+        if isinstance(left, Known):  # a live dict: |= writes into it
+            target = self.written(left, "update") if inplace else \
+                Dict({k: self.wrap(v) for k, v in left.obj.items()}, type(left.obj))
+            if target is None:
+                return Opaque(f"|= of a live dict{self.where()}")
+        else:
+            target = left if inplace else self.container_method("copy", left, [], {})
+        self.container_method("update", target, [right], {})
+        return target
 
     def formatted(self, part: ast.FormattedValue, value: Value, spec: Value) -> bool:
         """Format an object whose class defines its formatting in Python, as the f-string's
@@ -3737,6 +3760,10 @@ def _plain_deep(obj: Any) -> bool:
     if type(obj) is dict:
         return all(_plain_deep(key) and _plain_deep(value) for key, value in obj.items())
     return type(obj) in (int, float, complex, str, bytes, bool, type(None))
+
+
+def _live_dict(value: Value) -> bool:
+    return type(value) is Known and type(value.obj) in (dict, collections.OrderedDict)
 
 
 def _concatenated(left: Value, right: Value) -> Optional[Value]:

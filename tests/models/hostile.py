@@ -15,6 +15,7 @@ import functools
 import heapq
 import importlib.util
 import itertools
+import logging
 import math
 import operator
 import sys
@@ -2122,6 +2123,46 @@ class LocalClassRunsCode(nn.Module):
         return Offset().add(x).relu()
 
 
+_DEBUG_LOG = logging.getLogger("torchlens.tests.hostile.debugging")
+_DEBUG_LOG.setLevel(logging.DEBUG)
+
+
+class LoggingQueries(nn.Module):
+    """Branches on what ``logging`` answers: a logger whose level is DEBUG (its extra op runs), one
+    made in ``forward`` and asked for its level (silently wrong before: every logging function was
+    taken as returning ``None``, so the branch was taken as never run)."""
+
+    def forward(self, x):
+        if _DEBUG_LOG.isEnabledFor(logging.DEBUG):
+            x = x + x.mean()
+        if logging.getLogger("torchlens.tests.hostile.quiet").getEffectiveLevel() > logging.INFO:
+            x = x.sin()
+        logging.getLogger("torchlens.tests.hostile.quiet").debug("shape %s", x.shape)
+        return x.relu()
+
+
+_DEFAULT_OPTIONS = {"scale": 2, "act": "relu"}
+
+
+class DictMerges(nn.Module):
+    """Dicts merged by ``|`` and ``|=``: displays, a module-level dict, an ``OrderedDict`` and a
+    dict the module holds (written by ``|=`` in the pass), read back by key and by order (gaps
+    and a lost tensor before)."""
+
+    def __init__(self):
+        super().__init__()
+        self.options = {"bias": 1}
+
+    def forward(self, x):
+        merged = {"a": 1} | {"b": 2}
+        merged |= {"c": x.relu()}
+        config = _DEFAULT_OPTIONS | {"act": "tanh"}
+        ordered = collections.OrderedDict(z=1) | {"y": x.sin()}
+        self.options |= {"bias": 3}
+        y = getattr(merged["c"], config["act"])() * len(merged) * config["scale"] + list(ordered.values())[1]
+        return y + self.options["bias"] if self.options["bias"] == 3 else y.neg()
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -2148,7 +2189,8 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              ReraisingArm, EveryArmRaises, GuardedCache, GuardedUnknown, AskedTwice, LiveListsCompared,
              EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
              ZipStrict, SubclassWalk, CachedPlans, SetMutations, SetOrder,
-             DeepCopiedRecord, ReorderedRecords, LocalClasses, LocalClassRunsCode]
+             DeepCopiedRecord, ReorderedRecords, LocalClasses, LocalClassRunsCode,
+             LoggingQueries, DictMerges]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
