@@ -3513,8 +3513,8 @@ class Interpreter:
         return Seq(list(reversed(items)), list) if items is not None else Opaque("reversed of unknown items")
 
     def b_iter(self, args: list[Value], kwargs: dict) -> Optional[Value]:
-        if len(args) != 1 or isinstance(args[0], Known):
-            return None
+        if len(args) != 1 or isinstance(args[0], Known) and not self.host.is_module(args[0].obj):
+            return None  # a live object: iterated for real (a module's __iter__ is read, as a for loop does)
         value = args[0]
         if isinstance(value, Lazy):  # an iterator's iter() is itself
             return value

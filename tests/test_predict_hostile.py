@@ -122,7 +122,7 @@ def test_exact_where_it_says_nothing():
     records compared by identity given to a cached function, sets changed by their methods and operators and
     iterated in Python's order (copies sized afresh, slots freed by removals), a deep copy's list and set changed,
     dicts reordered by move_to_end and popitem, a named tuple's _replace and _asdict, classes defined in forward, branches on logging's answers,
-    dicts merged by ``|`` and ``|=``."""
+    dicts merged by ``|`` and ``|=``, iterators over modules."""
     names = ["GeneratorForward", "GeneratorsEverywhere", "Match", "SortedItems", "CallOverrideParent", "CustomFunction",
              "WhileTrue", "ModelOutputStyle", "SequenceInstance", "Cond", "Callbacks", "Comprehensions", "Records", "Packed", "MoreCallbacks", "Nexts",
              "LiveCaches", "FlagsAndShapes", "ModuleInForward", "SortedTensors", "PlainChecks",
@@ -134,7 +134,7 @@ def test_exact_where_it_says_nothing():
              "ReraisingArm", "GuardedCache", "AskedTwice", "LiveListsCompared",
              "CallableChecks", "ArgumentCheckInWith", "GeneratorProtocol", "ZipStrict",
              "SubclassWalk", "CachedPlans", "SetMutations", "SetOrder",
-             "DeepCopiedRecord", "ReorderedRecords", "LocalClasses", "LoggingQueries", "DictMerges"]
+             "DeepCopiedRecord", "ReorderedRecords", "LocalClasses", "LoggingQueries", "DictMerges", "IteratorOfModules"]
     if sys.version_info >= (3, 11):  # 3.10 gives each way out of a with its own __exit__ place
         names.append("ContextManagers")
         names.append("ExecFunction")  # read from its bytecode (3.11+ positions)

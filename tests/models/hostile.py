@@ -2163,6 +2163,23 @@ class DictMerges(nn.Module):
         return y + self.options["bias"] if self.options["bias"] == 3 else y.neg()
 
 
+class IteratorOfModules(nn.Module):
+    """``iter()`` of a ``ModuleList`` and a ``Sequential``, consumed by ``zip`` of one iterator
+    twice (layers in pairs) and by ``next`` (a gap and no op of them predicted before)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(4))
+        self.head = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+
+    def forward(self, x):
+        layers = iter(self.layers)
+        for first, second in zip(*[layers] * 2):
+            x = second(first(x)).relu()
+        head = iter(self.head)
+        return next(head)(next(head)(x))
+
+
 def raising_models() -> dict[str, tuple[nn.Module, tuple]]:
     """Models whose forward raises from an op, or from Python reading a tensor, on their example inputs."""
     torch.manual_seed(0)
@@ -2190,7 +2207,7 @@ def hostile_models() -> dict[str, tuple[nn.Module, tuple]]:
              EnumerateFrom, ZipMixedLengths, CallableChecks, ArgumentCheckInWith, GeneratorProtocol,
              ZipStrict, SubclassWalk, CachedPlans, SetMutations, SetOrder,
              DeepCopiedRecord, ReorderedRecords, LocalClasses, LocalClassRunsCode,
-             LoggingQueries, DictMerges]
+             LoggingQueries, DictMerges, IteratorOfModules]
     out = {cls.__name__: (cls(), (x,)) for cls in plain}
     out["RaisesWithoutInputs"] = (RaisesWithoutInputs(), (torch.tensor([[1, 2, 3]]),))
     out["ModuleInForward"] = (ModuleInForward(), (x,))
