@@ -97,16 +97,20 @@ class BufferJournal:
         #: Address -> (owning module, attribute name); each tensor once, at its first address.
         self.owner: dict[str, tuple[nn.Module, str]] = {}
         self.current: dict[str, torch.Tensor] = {}
+        self._address_at: dict[tuple[int, str], str] = {}
+        #: ``id(tensor)`` -> address, for the tensor each buffer holds now.
+        self.address_of: dict[int, str] = {}
+        self.storage_of: dict[int, str] = {}
+        #: Values before the forward pass.
+        self.initial: dict[str, torch.Tensor] = {}
+        self.versions: dict[str, list[int]] = {}
         for address, module, attr, tensor in buffers:
             self.owner[address] = (module, attr)
             self.current[address] = tensor
-        self._address_at = {(id(module), attr): a for a, (module, attr) in self.owner.items()}
-        #: ``id(tensor)`` -> address, for the tensor each buffer holds now.
-        self.address_of = {id(t): a for a, t in self.current.items()}
-        self.storage_of = {storage_key(t): a for a, t in self.current.items()}
-        #: Values before the forward pass.
-        self.initial = {a: t.detach().clone() for a, t in self.current.items()}
-        self.versions: dict[str, list[int]] = {}
+            self._address_at[id(module), attr] = address
+            self.address_of[id(tensor)] = address
+            self.storage_of[storage_key(tensor)] = address
+            self.initial[address] = tensor.detach().clone()
 
     # -- reads -----------------------------------------------------------------------------
 

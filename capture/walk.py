@@ -14,6 +14,7 @@ records too).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Optional
 
 import torch
@@ -121,7 +122,7 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
             records.append(RawModule(
                 name or "self", type(module).__name__,
                 tuple(own_params) if own_params is not None else _names(prefix, attributes["_parameters"]),
-                (name.rpartition(".")[0] or "self") if name else None, tuple([address for address, _ in entries]),
+                (name.rpartition(".")[0] or "self") if name else None, tuple(map(_ADDRESS, entries)),
                 tuple(own_buffers) if own_buffers is not None else _names(prefix, attributes["_buffers"])))
     if met_twice and records is not None:  # a module twice in one registry lists it once
         for record, (name, module) in zip(records[len(records) - len(modules):], modules):
@@ -155,6 +156,8 @@ def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
 
 
 _NONE_ID = id(None)
+#: The address of a walk entry ``(address, module)``.
+_ADDRESS = itemgetter(0)
 
 #: Types of the attribute values that are never tensors and that the walk does not look into
 #: (most module settings; ``transformers``' sets of key names).
