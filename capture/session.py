@@ -155,9 +155,10 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Whether :meth:`_arguments` may know a tensor argument by its id alone (every output
         #: held) on its shortcut (:attr:`fast`).
         self.by_id = self.fast and self.keep_all
-        #: Whether a plain op returning one tensor may take :meth:`_record_plain` (no gradients
-        #: watched either, and no in-place write recorded yet: :attr:`storage_writer` empty).
-        self.lean = self.by_id and not gradients
+        #: Whether a plain op returning one tensor may take :meth:`_record_plain`: every output
+        #: kept or none (``save="all"`` or ``"none"``: no selection to decide), no gradients
+        #: watched, and no in-place write recorded yet (:attr:`storage_writer` empty).
+        self.lean = self.fast and self.select is None and not gradients
         #: Storage -> saved outputs in it; built at the first in-place write (:meth:`preserve`).
         self.by_storage: Optional[dict[int, list[int]]] = None
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
@@ -345,9 +346,11 @@ class Capture(LeavesStack, TorchFunctionMode):
     def _record_plain(self, func: Callable, name: str, args: tuple, kwargs: Optional[dict], out: _Tensor,
                       frame: FrameType) -> None:
         """:meth:`_record` of a plain op that returned one tensor, in a capture that keeps every
-        output, watches no gradient and has recorded no in-place write yet (:attr:`lean`): the
-        common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
-        reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones."""
+        output or none, watches no gradient and has recorded no in-place write yet (:attr:`lean`):
+        the common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
+        reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones. Keeping no
+        output (``save="none"``), it keeps no replay record either, and drops the output at once
+        as :meth:`add_op` does."""
         sources: list[Source] = []
         parents: list[int] = []
         params: list[str] = []
@@ -356,11 +359,16 @@ class Capture(LeavesStack, TorchFunctionMode):
         scope, call, site = self._site(frame)
         ops = self.ops
         index = len(ops)
-        ops.append(compute_op(name, scope, call, site, "" if site is not None else _args_text(args, kwargs or {}), out,
-                              parents, tuple(params),
-                              pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)))
+        op = compute_op(name, scope, call, site, "" if site is not None else _args_text(args, kwargs or {}), out,
+                        parents, tuple(params),
+                        pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)
+                        if self.keep_all else None)
+        ops.append(op)
         self.producer[id(out)] = index
-        if self.by_storage is not None:
+        if self.refs is not None:
+            self.refs[id(out)] = weakref.ref(out)
+            drop(op)
+        elif self.by_storage is not None:
             self.by_storage.setdefault(storage_key(out), []).append(index)
 
     def add_op(self, op: RawOp) -> int:
@@ -454,17 +462,17 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def _read_by_id(self, args: Iterable[Any], sources: list[Source], parents: list[int],
                     params: list[str]) -> list[Any]:
-        """The arguments as kept, when an op's output is known by its id alone (every output is
-        held, so an id found is the tensor itself; no aliased write): the common case; a
-        parameter too. A value of a type that never holds a tensor (:data:`_ATOMS`) is kept as
-        it is, without a type test more; other lists, tuples and tensors go through
-        :meth:`_read_value`."""
+        """The arguments as kept, when an op's output is known by its id (every output is held,
+        so an id found is the tensor itself; with ``save="none"``, an id found whose weak
+        reference still gives the tensor; no aliased write): the common case; a parameter too.
+        A value of a type that never holds a tensor (:data:`_ATOMS`) is kept as it is, without
+        a type test more; other lists, tuples and tensors go through :meth:`_read_value`."""
         kept: list[Any] = []
-        get, param_names, foreign = self.producer.get, self.param_names, self.settlement.foreign
+        get, param_names, foreign, refs = self.producer.get, self.param_names, self.settlement.foreign, self.refs
         for value in args:
             key = id(value)
             index = get(key)
-            if index is not None:
+            if index is not None and (refs is None or refs[key]() is value):
                 sources.append(index)
                 parents.append(index)
                 kept.append(PRODUCED)
