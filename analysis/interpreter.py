@@ -1827,7 +1827,7 @@ class Interpreter:
         """``bool(value)`` when decidable, running the ``__bool__`` (else ``__len__``) that the
         class of an object the program built defines in Python."""
         if type(value) is Known and type(value.obj) in _PLAIN_CLASSES:  # a plain value's: no Python runs
-            return truth(value)
+            return bool(value.obj)
         name = _python_special(value, ("__bool__", "__len__"), self.specials)
         if name is None:
             if isinstance(value, Tensor):
@@ -4023,6 +4023,8 @@ def _compile_call(node: ast.Call) -> Run:
     args = [(_runner_of(arg), arg) for arg in node.args]
     keywords = [(cast(str, k.arg), _runner_of(k.value), k.value) for k in node.keywords]
 
+    placed: list[Any] = [None, None]  # (the file it was found in, the call's place there): as call_place()
+
     def run(interpreter: Interpreter, node: Any) -> Value:
         fn = get(interpreter, func)
         values = []  # (loops: a comprehension is one more call)
@@ -4031,7 +4033,13 @@ def _compile_call(node: ast.Call) -> Run:
         kwargs = {}
         for name, value, value_node in keywords:
             kwargs[name] = value(interpreter, value_node)
-        interpreter.call_place(node)
+        stack = interpreter.stack
+        frame = stack[-1] if stack and type(stack[-1]) is Frame else interpreter.frame
+        if frame is not None:
+            source = frame.source
+            if placed[0] is not source:
+                placed[0], placed[1] = source, source.place(node, CALL_OPS)
+            frame.at = placed[1]
         return interpreter.call(fn, values, kwargs)
     return run
 
@@ -4119,9 +4127,11 @@ def _compile_return(node: ast.Return) -> Run:
 
 def _compile_if(node: ast.If) -> Run:
     test, body, orelse = node.test, node.body, node.orelse
+    value = None if isinstance(test, ast.BoolOp) else _runner_of(test)
 
     def run(interpreter: Interpreter, _: Any) -> Optional[Signal]:
-        known = interpreter.condition(test)
+        # what condition() does: an and/or by its operands, else the truth of the test's value
+        known = interpreter.condition(test) if value is None else interpreter.truth_of(value(interpreter, test), test)
         if known is True:
             return interpreter.exec_block(body)
         if known is False:

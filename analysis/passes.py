@@ -9,7 +9,7 @@ down nested loops and add up over the events of one layer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 __all__ = ["Count", "ONE", "MAYBE"]
@@ -27,11 +27,12 @@ class Count:
     text: str = ""
     #: Why the count is not exact (empty when it is).
     note: str = ""
+    #: The count when it is statically known, else ``None`` (set from ``lo`` and ``hi``: read
+    #: on the prediction's hottest paths, where a property would be a call each time).
+    exact: Optional[int] = field(init=False, repr=False, compare=False)
 
-    @property
-    def exact(self) -> Optional[int]:
-        """The count when it is statically known, else ``None``."""
-        return self.lo if self.lo == self.hi else None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "exact", self.lo if self.lo == self.hi else None)
 
     def __str__(self) -> str:
         if self.text:
