@@ -1582,7 +1582,8 @@ class Interpreter:
             if read is not None:
                 return read
         try:
-            return self.wrap(getattr(obj, name))
+            found = getattr(obj, name)
+            return Known(found) if type(found) in self.scalars else self.wrap(found)  # (a flag, a size: no call)
         except Exception as error:  # noqa: BLE001 - any failing getattr is "no such attribute" here
             if node is not None:
                 self.stops(f"reading {type(obj).__name__}.{name} raises {type(error).__name__}{self.where(node)}",
@@ -1978,13 +1979,11 @@ class Interpreter:
         narrowed: dict[str, Value] = {}  # what the operands so far tell of the names, where the rest run
         for expr in node.values:
             taken = tested or expr is not node.values[-1]
-            with self.bound(narrowed):
-                if uncertain:
-                    with self.scaled(MAYBE):
-                        value, known = self.operand(expr, taken)
-                else:
-                    value, known = self.operand(expr, taken)
-                arms = self.narrowed(expr)
+            if narrowed:
+                with self.bound(narrowed):
+                    value, known, arms = self.bool_operand(expr, taken, uncertain)
+            else:  # (most often: no context to enter)
+                value, known, arms = self.bool_operand(expr, taken, uncertain)
             values.append(value)
             if known is stop_on:  # every run that gets here stops here: the rest never runs
                 return (join(values) if uncertain else value), stop_on
@@ -1993,6 +1992,17 @@ class Interpreter:
             if arms:
                 narrowed.update(arms[1] if stop_on else arms[0])
         return (join(values), None) if uncertain else (values[-1], not stop_on)
+
+    def bool_operand(self, node: ast.expr, tested: bool, uncertain: bool
+                     ) -> tuple[Value, Optional[bool], list[dict[str, Value]]]:
+        """An operand of ``and``/``or`` (``uncertain``: whether it runs is not known), its truth,
+        and what it narrows (:meth:`narrowed`)."""
+        if uncertain:
+            with self.scaled(MAYBE):
+                value, known = self.operand(node, tested)
+        else:
+            value, known = self.operand(node, tested)
+        return value, known, self.narrowed(node)
 
     def operand(self, node: ast.expr, tested: bool = True) -> tuple[Value, Optional[bool]]:
         """An operand of ``and``/``or``/``not`` and its truth (``tested``: Python takes it)."""
@@ -4081,6 +4091,22 @@ def _compile_compare(node: ast.Compare) -> Run:
     return run
 
 
+def _compile_display(node: ast.Tuple | ast.List) -> Run:
+    """A tuple or list display without ``*`` items (those: :meth:`Interpreter.display`)."""
+    kind = tuple if isinstance(node, ast.Tuple) else list
+    if any(isinstance(elt, ast.Starred) for elt in node.elts):
+        return Interpreter.eval_Tuple if kind is tuple else Interpreter.eval_List
+    elements = [(_runner_of(elt), elt) for elt in node.elts]
+
+    def run(interpreter: Interpreter, node: Any) -> Value:
+        items = []
+        for element, element_node in elements:
+            items.append(element(interpreter, element_node))
+        unlisted = UNLISTED in items  # (an item of a list that holds it) by identity: values compare so
+        return Seq(items, kind, f"built with *items it cannot list{interpreter.where(node)}" if unlisted else "")
+    return run
+
+
 def _compile_subscript(node: ast.Subscript) -> Run:
     value_node, index_node = node.value, node.slice
     value, index = _runner_of(value_node), _runner_of(index_node)
@@ -4150,8 +4176,8 @@ def _runner_of(node: ast.AST) -> Run:
 _COMPILED: dict[type, Callable[[Any], Run]] = {
     ast.Name: _compile_name, ast.Constant: _compile_constant, ast.Attribute: _compile_attribute,
     ast.Call: _compile_call, ast.BinOp: _compile_binop, ast.UnaryOp: _compile_unary, ast.Compare: _compile_compare,
-    ast.Subscript: _compile_subscript, ast.Expr: _compile_expr, ast.Assign: _compile_assign,
-    ast.Return: _compile_return, ast.If: _compile_if}
+    ast.Subscript: _compile_subscript, ast.Tuple: _compile_display, ast.List: _compile_display,
+    ast.Expr: _compile_expr, ast.Assign: _compile_assign, ast.Return: _compile_return, ast.If: _compile_if}
 
 
 class _Held:
