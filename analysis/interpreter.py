@@ -4071,6 +4071,9 @@ def _compile_unary(node: ast.UnaryOp) -> Run:
             return Opaque("not of an unknown value", Nature.NUMBER) if known is None else Known(not known)
         return negation
     stem, compute = UNARY[type(node.op)]
+    if isinstance(operand_node, ast.Constant) and type(operand_node.value) in (int, float, complex):
+        folded = Known(compute(operand_node.value))  # -1: what unary() makes of it, made once (as CPython folds it)
+        return lambda interpreter, _: folded
     operand = _runner_of(operand_node)
 
     def run(interpreter: Interpreter, node: Any) -> Value:
@@ -4085,6 +4088,12 @@ def _compile_compare(node: ast.Compare) -> Run:
         return Interpreter.eval_Compare
     left_node, op, right_node = node.left, node.ops[0], node.comparators[0]
     left, right = _runner_of(left_node), _runner_of(right_node)
+    if isinstance(right_node, ast.Constant):  # (x is None, x == 0): its value, no call for it
+        constant = Known(right_node.value)  # (one for the node, as _compile_constant makes)
+
+        def against_constant(interpreter: Interpreter, node: Any) -> Value:
+            return interpreter.compare(op, left(interpreter, left_node), constant, node)
+        return against_constant
 
     def run(interpreter: Interpreter, node: Any) -> Value:
         return interpreter.compare(op, left(interpreter, left_node), right(interpreter, right_node), node)
@@ -4118,6 +4127,8 @@ def _compile_subscript(node: ast.Subscript) -> Run:
 
 def _compile_expr(node: ast.Expr) -> Run:
     value_node = node.value
+    if isinstance(value_node, ast.Constant):  # a docstring: nothing to evaluate
+        return lambda interpreter, _: None
     value = _runner_of(value_node)
 
     def run(interpreter: Interpreter, _: Any) -> None:
