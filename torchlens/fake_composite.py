@@ -36,6 +36,7 @@ does, its attributes copied from one fake it made.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Optional
 
 import torch
@@ -86,7 +87,18 @@ def _by_meta_kernel(func: Any) -> bool:
     return fake_impls.has_meta(func)
 
 
-class _AsTheFakeMode(TorchDispatchMode):
+class _Unwrapped(TorchDispatchMode):
+    """A dispatch mode whose handler runs as it is: torch wraps every mode's handler in one that
+    keeps ``torch.compile`` from compiling it (four calls into dynamo a dispatch, ~10 us); these
+    modes' handlers are never compiled (they run inside a prediction's op, never under
+    ``torch.compile``)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+
+class _AsTheFakeMode(_Unwrapped):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if func in _VIEWS:
             return torch._refs._reshape_view_helper(args[0], args[1], allow_copy=False)
@@ -101,11 +113,12 @@ def as_the_fake_mode() -> TorchDispatchMode:
     return _AsTheFakeMode()
 
 
-class _AsStrided(TorchDispatchMode):
+class _AsStrided(_Unwrapped):
     """``as_strided`` of a dense fake of ``fake_mode`` without a constant (the mode folds
     constants) done as the mode does it (its meta kernel on the fake, the output wrapped for the
     fake's device); a fake's device (autograd asks it of a view it makes, and of a view written
-    into) answered by the fake, as it would be next; anything else goes on to the fake mode."""
+    into) answered by the fake, as it would be next; anything else goes on to the fake mode.
+    One a thread for its last fake mode (:func:`_as_strided_mode`)."""
 
     def __init__(self, fake_mode: Any) -> None:
         super().__init__()
@@ -113,6 +126,9 @@ class _AsStrided(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if func is _DEVICE:
+            fake = args[0]  # (answered as FakeTensor's own dispatch answers it, without its wrappers)
+            if type(fake) is FakeTensor and not fake.fake_mode.in_kernel_invocation:
+                return fake.fake_device
             return FakeTensor.__torch_dispatch__(func, types, args, kwargs or {})
         if func is not _aten.as_strided.default or not _plain(args[0], self.fake_mode):
             return func(*args, **(kwargs or {}))
@@ -131,15 +147,27 @@ def as_strided(mode: Any, source: Any, shape: Any, stride: Any, offset: Any) -> 
     """``source.as_strided(shape, stride, offset)`` of a fake of ``mode``, as the mode makes it;
     without its dispatch where ``source`` is a dense fake of ``mode`` without a constant, through
     the mode otherwise."""
-    with _AsStrided(mode) if _plain(source, mode) else mode:
+    with _as_strided_mode(mode) if _plain(source, mode) else mode:
         return _aten.as_strided.default(source, shape, stride, offset)
+
+
+_local = threading.local()
+
+
+def _as_strided_mode(mode: Any) -> _AsStrided:
+    """The :class:`_AsStrided` of ``mode`` in this thread (made once, not once a view: a mode's
+    making is ~5 us; a thread's own, as a mode keeps the state it enters with)."""
+    made = getattr(_local, "as_strided", None)
+    if made is None or made.fake_mode is not mode:
+        made = _local.as_strided = _AsStrided(mode)
+    return made
 
 
 def views_replayed(mode: Any) -> TorchDispatchMode:
     """A dispatch mode under which autograd replays a view of a fake of ``mode`` written into
     (for its new history) by ``as_strided`` without the mode's dispatch, as :func:`as_strided`
     makes it (``OpMemo.like`` makes views so; ~0.3 ms less a write into one)."""
-    return _AsStrided(mode)
+    return _as_strided_mode(mode)
 
 
 _CPU = torch.device("cpu")
