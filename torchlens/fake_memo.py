@@ -99,6 +99,10 @@ _inference_mode, _default_dtype = torch.is_inference_mode_enabled, torch.get_def
 _STRIDED = torch.strided
 
 
+#: A :func:`_stamp`'s constant where the tensor has none.
+_NO_CONSTANT = id(None)
+
+
 class _Unkeyable(Exception):
     """An argument the key cannot hold exactly."""
 
@@ -342,22 +346,22 @@ class OpMemo:
 
     def like(self, calls: list[Optional[_Outcome]], k: int, inputs: list) -> Any:
         """A result for the ``k``-th call of ``calls`` made like what that call gave before
-        (a warm prediction) or else the call before it, without dispatching the op (:data:`MISS`
-        where that is not exact).
+        (a warm prediction) or else the call before it, without dispatching the op, and kept as
+        that call's (:data:`MISS` where that is not exact).
 
         Calls with one key give results of the same metadata, so the ``k``-th call's fresh
         tensors can be made after the earlier ``k``-th's or the ``k-1``-th's: a view of an argument as that argument
-        ``as_strided`` to the view's geometry, a tensor not a view made like the earlier one
-        (:func:`~torchlens.fake_direct.fresh`, no dispatch), a view of a tensor the op made
-        (``linear``) as such a copy of that tensor ``as_strided``: none or one dispatch
+        ``as_strided`` to the view's geometry, a tensor not a view made with the metadata the earlier one
+        was made with (:func:`~torchlens.fake_direct.fresh`, no dispatch), a view of a tensor the op made
+        (``linear``) as such a tensor ``as_strided``: none or one dispatch
         instead of the op's whole decomposition
         (``linear`` is about a dozen, a ``view`` goes through torch's Python), which is most
         of a cold prediction of a model repeating a block (swin_s: 18 blocks of one shape).
         Only where what is made has every bit of metadata the op's own output has: its
         :func:`tensor_key` is the one the earlier output was made with (else the op runs;
-        ``requires_grad``, leaf, view, base, strides, conjugate bits), and what is cloned was
-        made with version 0, still has the metadata it was made with (written into since, as
-        swin_v2's ``relu_`` writes into its ``linear``'s output, it still has) and no constant. Not for views made
+        ``requires_grad``, leaf, view, base, strides, conjugate bits), and the earlier output, or the
+        tensor it viewed, was made with version 0 (as what is made here is) and without a constant
+        (what became of it since does not matter: it is not read). Not for views made
         together (``split``: torch treats writes into them apart). An argument returned is
         this call's argument; a value (or a raise) is the same. What is made has another
         ``grad_fn`` (``_FreshBackward``, ``AsStridedBackward0``: fakes are never run backward).
@@ -366,56 +370,63 @@ class OpMemo:
         if outcome is None and (not 0 < k <= len(calls) or (outcome := calls[k - 1]) is None):
             return MISS
         if not outcome.parts:
+            self._keep(calls, k, outcome)
             return outcome.value
-        out = []
+        out: list = []
+        parts: list[Any] = []
         for part in outcome.parts:
             if type(part) is int:
                 out.append(inputs[part])
+                parts.append(part)
                 continue
             if part.version is not None or part.constant is not None:
                 return MISS
             made = part.stamp[0]
+            copy = None
             if part.alias is not None:
                 again = as_strided(self.mode, inputs[part.alias], *made[:3])
             elif part.base is not None:
-                base, stamp, unwritten = part.base
-                if not unwritten or _stamp(base) != stamp or (copy := self._fresh(base, inputs)) is None:
+                _, stamp, unwritten = part.base
+                if not unwritten or (copy := self._fresh(stamp[0], inputs)) is None:
                     return MISS
                 again = as_strided(self.mode, copy, *made[:3])
-            else:
-                tensor = part.tensor
-                if not part.unwritten or _stamp(tensor) != part.stamp or (again := self._fresh(tensor, inputs)) is None:
-                    return MISS
-            if tensor_key(again) != made:
+            elif not part.unwritten or (again := self._fresh(made, inputs)) is None:
+                return MISS
+            if tensor_key(again) != made or again.constant is not None:
                 return MISS
             out.append(again)
+            parts.append(_Made(again, (made, again.untyped_storage()._cdata, _NO_CONSTANT, None), part.alias,
+                               self.epoch, False, self.token(made), copy))
+        self._keep(calls, k, _Outcome(outcome.kind, tuple(parts), None))
         return out[0] if outcome.kind is None else outcome.kind(out)
 
-    def _fresh(self, tensor: Any, inputs: list) -> Any:
-        """A tensor made like ``tensor`` (a fake the op made, no view), as the op's output is
-        (:func:`~torchlens.fake_direct.fresh`: no dispatch), or ``None``."""
+    def _fresh(self, made: tuple, inputs: list) -> Any:
+        """A tensor that is no view, of the :func:`tensor_key` ``made`` (of a fake the op made), as the
+        op's output is (:func:`~torchlens.fake_direct.fresh`: no dispatch), or ``None``."""
+        if made[2]:  # (a fresh tensor starts its storage)
+            return None
         anchor = next((t for t in inputs if t.requires_grad), None)
-        return fresh(self.mode, tensor.shape, tensor.stride(), tensor.dtype, tensor.fake_device, tensor.requires_grad,
-                     anchor)
+        return fresh(self.mode, made[0], made[1], made[3], made[4], made[6], anchor)
 
     @staticmethod
     def before(inputs: list) -> list:
         """What the op could change in its tensor arguments, read before it runs."""
         return [_changes(t) for t in inputs]
 
-    def put(self, calls: list[Optional[_Outcome]], k: int, result: Any, inputs: list, before: Optional[list]) -> None:
+    def put(self, calls: list[Optional[_Outcome]], k: int, result: Any, inputs: list, before: list) -> None:
         """Keep what the ``k``-th call of ``calls`` gave (``result``; :data:`UNKNOWN` if fakes
         could not compute it), if it changed none of its arguments (``before``: what
-        :meth:`before` read; ``None`` for a result :meth:`like` made, which changes none) and
-        can be given again exactly."""
-        if before is not None and any(_changes(t) != b for t, b in zip(inputs, before)):
+        :meth:`before` read) and can be given again exactly."""
+        if any(_changes(t) != b for t, b in zip(inputs, before)):
             self.epoch += 1
             return
-        if k >= PER_KEY:
-            return
-        outcome = self._outcome(result, inputs)
-        calls.extend([None] * (k + 1 - len(calls)))
-        calls[k] = outcome
+        self._keep(calls, k, self._outcome(result, inputs))
+
+    @staticmethod
+    def _keep(calls: list[Optional[_Outcome]], k: int, outcome: Optional[_Outcome]) -> None:
+        if k < PER_KEY:
+            calls.extend([None] * (k + 1 - len(calls)))
+            calls[k] = outcome
 
     def _outcome(self, result: Any, inputs: list) -> Optional[_Outcome]:
         if result is UNKNOWN or type(result) in _IMMUTABLE:

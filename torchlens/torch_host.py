@@ -691,8 +691,6 @@ class FakeShapes:
                 before = memo.before(inputs)
                 result = self._run(mode, fn, plain, plain_kw)
                 memo.put(calls, k, result, inputs, before)
-            else:
-                memo.put(calls, k, result, inputs, None)
         return result
 
     @staticmethod
