@@ -72,6 +72,16 @@ def _cases(x, y, w, b, v, mask):
     yield torch.clamp_min, (x, 1e-6), {}
     yield torch.Tensor.clamp_max, (x, 3.0), {}
     yield torch.Tensor.masked_fill, (x, mask, -100.0), {}
+    for fn in (torch.Tensor.__eq__, torch.Tensor.__ne__, torch.eq, torch.Tensor.ne):
+        yield fn, (x, y), {}
+        yield fn, (x, 0.5), {}
+    yield torch.Tensor.norm, (x, 2, -1, True), {}
+    yield torch.Tensor.norm, (x,), {}
+    yield torch.norm, (x,), {"dim": (1, 2)}
+    yield torch.clone, (x,), {}
+    yield torch.Tensor.clone, (x,), {"memory_format": torch.contiguous_format}
+    yield torch.Tensor.new_zeros, (x, (2, n)), {}
+    yield torch.Tensor.new_zeros, (x, x.shape), {"dtype": torch.float64}
     yield torch.Tensor.softmax, (x, -1), {}
     yield torch.softmax, (x, 1), {}
     yield torch.log_softmax, (x, -1), {}

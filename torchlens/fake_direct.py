@@ -12,7 +12,8 @@ meta function, each step through the mode's cache): most of a cold prediction of
   ``grad_fn is None`` and ``is_leaf`` are the op's own).
 - :func:`on_twins`: an op of :func:`ops` (out-of-place ops of one output whose result
   torch computes by the same meta functions on the fake mode and on meta tensors:
-  elementwise ops, ``linear``, ``matmul``, ``layer_norm``, ``softmax``, ``cat``, ``pad``, views
+  elementwise ops and comparisons, ``linear``, ``matmul``, ``layer_norm``, ``softmax``, ``norm``,
+  ``cat``, ``pad``, ``clone``, ``new_zeros``, views
   that keep their input's strides: ``permute``, ``transpose``, ``unsqueeze``, indexing by ints and
   slices; and ``view``, ``reshape``, ``flatten``, ``einsum``, which on meta tensors give other
   strides to size-1 dimensions than on the fake mode, run under a dispatch mode that does what
@@ -62,15 +63,16 @@ _NAMES = (
     "add", "sub", "mul", "div", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
     "__rtruediv__", "__neg__", "neg", "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "hardswish", "hardsigmoid",
     "clamp", "clamp_min", "clamp_max", "masked_fill", "softmax", "log_softmax", "rsqrt", "sqrt", "abs",
+    "eq", "ne", "__eq__", "__ne__",
     # products and norms
     "linear", "matmul", "__matmul__", "bmm", "mm", "layer_norm",
     # reductions
-    "mean", "sum", "amax",
+    "mean", "sum", "amax", "norm",
     # views and reshapes
     "permute", "transpose", "swapaxes", "t", "unsqueeze", "squeeze", "expand", "expand_as", "contiguous", "narrow",
     "select", "__getitem__",
     # others
-    "cat", "roll", "pad", "stack",
+    "cat", "roll", "pad", "stack", "clone", "new_zeros",
     # composites, run as the fake mode runs them (fake_composite)
     *fake_composite.NAMES,
 )
