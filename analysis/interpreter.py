@@ -782,13 +782,10 @@ class Interpreter:
             return build_named_tuple(self, args[0].obj, args[1:], kwargs)
         if isinstance(obj, types.FunctionType):
             module = (obj.__module__ or "").partition(".")[0]
-            if module in _SILENT:
-                if obj.__name__ not in _SILENT_QUERIES:
-                    return NONE
-                concrete = concrete_args(args, kwargs)
-                return self.wrap(obj(*concrete[0], **concrete[1])) if concrete is not None else Opaque(
-                    f"{obj.__qualname__} of values the prediction lost track of", Nature.NUMBER)
-            if module in _STDLIB_PURE or self.host.constant_call(obj):
+            silent = module in _SILENT
+            if silent and obj.__name__ not in _SILENT_QUERIES:
+                return NONE
+            if silent or module in _STDLIB_PURE or self.host.constant_call(obj):
                 concrete = concrete_args(args, kwargs)
                 if concrete is not None:
                     try:

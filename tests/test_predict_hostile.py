@@ -556,3 +556,15 @@ def test_contents_that_may_not_hold_decide_nothing(sign: int):
     counts = {layer.layer_label: str(layer.count) for layer in pred.layers}
     assert all(counts[label] == "0..1" for label in ("mul_1", "sub_1", "add_2", "div_1", "abs_1", "exp_1", "sin_1",
                                                      "tanh_1")), counts
+
+
+def test_a_logging_query_that_raises_is_not_a_crash_of_the_prediction():
+    """``logging.getLogger(3)`` raises TypeError in the program; called for real by the
+    prediction, its raise stays the program's (an unknown value), not the prediction's."""
+    class BadLoggerName(nn.Module):
+        def forward(self, x):
+            logging.getLogger(3)
+            return x.relu()
+
+    pred = tl.predict(BadLoggerName(), torch.randn(3))
+    assert [layer.func_name for layer in pred] == ["relu"]
