@@ -547,6 +547,10 @@ class Interpreter:
             return Tensor(obj, self.host.stand_in(obj))
         return Known(obj)
 
+    def dict_of(self, obj: dict) -> Dict:
+        """A live dict as a dict the run builds: its items wrapped (a copy the code may change)."""
+        return Dict({k: self.wrap(v) for k, v in obj.items()}, type(obj))
+
     def viewed(self, value: Value) -> Value:
         """``value``, or the run's copy of it when it is a live container the code wrote into."""
         if self.views and type(value) is Known:
@@ -570,8 +574,7 @@ class Interpreter:
             return None
         view = self.viewed(target)
         if view is target:
-            view = Seq([self.wrap(v) for v in obj], list) if isinstance(obj, list) else \
-                Dict({k: self.wrap(v) for k, v in obj.items()}, type(obj))
+            view = Seq([self.wrap(v) for v in obj], list) if isinstance(obj, list) else self.dict_of(obj)
             self.views[id(obj)] = (obj, view)
         if self.mult.exact != 1:
             self.gap(f"{what}{self.where()} under {self.mult.note or 'a branch the prediction cannot decide'}: "
@@ -1431,6 +1434,11 @@ class Interpreter:
         if isinstance(node, ast.Set):
             built = sets.displayed(self, parts) if any(starred for _, starred in parts) else None
             return built or self.as_set(items, node)
+        return self.displayed(items, kind, node)
+
+    def displayed(self, items: list[Value], kind: type, node: ast.AST) -> Seq:
+        """The tuple or list a display ``node`` builds of ``items`` (not known for sure when one
+        of them stands for ``*items`` it cannot list)."""
         unlisted = UNLISTED in items  # by identity: values compare so
         return Seq(items, kind, f"built with *items it cannot list{self.where(node)}" if unlisted else "")
 
@@ -1783,8 +1791,7 @@ class Interpreter:
         """``left | right`` of two dicts (one the code built): a new dict with the right one's
         items over the left one's; ``|=`` updates the left one (a live dict as a write would)."""
         if isinstance(left, Known):  # a live dict: |= writes into it
-            target = self.written(left, "update") if inplace else \
-                Dict({k: self.wrap(v) for k, v in left.obj.items()}, type(left.obj))
+            target = self.written(left, "update") if inplace else self.dict_of(left.obj)
             if target is None:
                 return Opaque(f"|= of a live dict{self.where()}")
         else:
@@ -3237,7 +3244,7 @@ class Interpreter:
                 return NONE
             if name == "update":
                 if isinstance(first, Known) and isinstance(first.obj, dict):
-                    first = Dict({k: self.wrap(v) for k, v in first.obj.items()})
+                    first = self.dict_of(first.obj)
                 if args and not isinstance(first, Dict) or isinstance(first, Dict) and first.unsure:
                     receiver.unsure = receiver.unsure or f"update by a mapping it cannot read{self.where()}"
                 items.update(first.items if isinstance(first, Dict) else {})
@@ -4108,8 +4115,7 @@ def _compile_display(node: ast.Tuple | ast.List) -> Run:
         items = []
         for element, element_node in elements:
             items.append(element(interpreter, element_node))
-        unlisted = UNLISTED in items  # (an item of a list that holds it) by identity: values compare so
-        return Seq(items, kind, f"built with *items it cannot list{interpreter.where(node)}" if unlisted else "")
+        return interpreter.displayed(items, kind, node)
     return run
 
 
