@@ -4115,7 +4115,8 @@ def _compile_display(node: ast.Tuple | ast.List) -> Run:
         items = []
         for element, element_node in elements:
             items.append(element(interpreter, element_node))
-        return interpreter.displayed(items, kind, node)
+        # by identity: values compare so; (most often none: no call)
+        return interpreter.displayed(items, kind, node) if UNLISTED in items else Seq(items, kind)
     return run
 
 
