@@ -198,6 +198,8 @@ class BufferJournal:
 
         The final value of a buffer no write reached is its starting snapshot; a written one's
         is the live tensor, which the capture's ownership step copies once for the trace."""
+        if not self.current:  # a model without buffers
+            return {}
         for address, (module, attr) in self.owner.items():
             now = module._buffers.get(attr)
             if now is not self.current[address] or storage_key(now) not in self.storage_of:

@@ -163,8 +163,14 @@ def register(tp: type, flatten: Callable, unflatten: Callable) -> None:
 
 def flatten(value: Any) -> Flat:
     """Flatten ``value`` into its tensor leaves and spec tree; never fails on unknown objects."""
+    if type(value) is torch.Tensor:  # a lone plain tensor (a model's usual output): one spec serves all
+        return Flat(_LONE_TENSOR, [value])
     leaves: list[torch.Tensor] = []
     return Flat(_Flattener(leaves).node(value), leaves)
+
+
+#: The spec of a lone plain tensor (frozen, so one instance serves every flattening of one).
+_LONE_TENSOR = Node(NodeKind.LEAF, torch.Tensor, data=0, num_leaves=1)
 
 
 def flatten_call(args: tuple, kwargs: dict) -> Flat:

@@ -232,7 +232,8 @@ class RawCapture:
     #: With ``save_gradients``: the :class:`capture.gradients.Gradients` its hooks fill.
     gradients: Any = None
     #: Parameter address -> (shape, dtype), as the forward pass ended (each parameter once,
-    #: at its first address); ``None`` where the capture did not read them.
+    #: at its first address; a torch capture's shape is the ``torch.Size`` torch gives, made a
+    #: plain tuple by the trace's records); ``None`` where the capture did not read them.
     params: Optional[dict[str, tuple[tuple[int, ...], Any]]] = None
     #: Which grouping the capture's evidence supports (``trace.options.grouping_policy``).
     detector: Detector = Detector.CALLSITE

@@ -1001,12 +1001,14 @@ def capture_forward(
     if not _called_directly(model):
         capture.returned = None
     record_output(capture, output, keep_values=capture.keep_all)
-    state = capture.raw.state
-    capture.raw.state = GlobalState(state.rng, state.cuda_rng, capture.modes.modes)
+    state, modes = capture.raw.state, capture.modes.modes
+    if modes != state.modes:  # a mode changed during the pass: every distinct one, the starting ones first
+        capture.raw.state = GlobalState(state.rng, state.cuda_rng, modes)
     capture.raw.buffer_values = capture.buffers.finish()
     now = walk(model)
     capture.ownership.settle(capture.raw, capture.keep_all, now, capture.settlement)
-    capture.raw.params = {name: (tuple(param.shape), param.dtype) for name, param in now.params}
+    # (each shape as torch gives it, a ``torch.Size``: a tuple, made a plain one when the records are built)
+    capture.raw.params = {name: (param.shape, param.dtype) for name, param in now.params}
     if not capture.keep_all:
         capture.drop_unselected_buffers()
     raw = capture.raw

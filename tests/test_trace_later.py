@@ -49,6 +49,26 @@ def test_the_records_built_on_first_read_are_what_the_constructor_makes():
     trace.check()
 
 
+class Grows(nn.Module):
+    """Swaps its parameter for a larger one during the forward pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(2, 3))
+
+    def forward(self, x):
+        self.w.data = torch.ones(4, 5)
+        return x + 1
+
+
+def test_parameter_shapes_are_read_as_the_pass_ends_and_kept_as_plain_tuples():
+    model = Grows()
+    trace = unread(model, torch.ones(2))
+    model.w.data = torch.ones(6)  # after the capture, before the first read
+    assert trace.params["w"].shape == (4, 5) and type(trace.params["w"].shape) is tuple
+    assert trace.params["w"].dtype is torch.float32
+
+
 def test_repr_pickling_and_saving_read_the_records_as_before():
     model, x = C.ResidualBlockList(), torch.randn(2, 4)
     read = unread(model, x)

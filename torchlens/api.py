@@ -86,7 +86,7 @@ def cook(model: Any, raw: RawCapture, options: CaptureOptions, forward_kwargs: M
         layers, ops, modules, buffers = group(kept)
         return {
             "layers": tuple(layers), "ops": Ops(ops), "modules": modules,
-            "params": {name: Param(name, shape, dtype, name.rpartition(".")[0] or "self")
+            "params": {name: Param(name, tuple(shape), dtype, name.rpartition(".")[0] or "self")
                        for name, (shape, dtype) in params.items()},
             "input_layers": tuple(layer.layer_label for layer in layers if layer.is_input),
             "output_layers": tuple(layer.layer_label for layer in layers if layer.is_output),
