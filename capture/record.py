@@ -12,6 +12,7 @@ from typing import Any, Hashable, Optional, Union
 from torchlens.analysis.sites import Place
 
 from .backends import Detector
+from .replay import Aliased, Source
 
 
 class OpKind(Enum):
@@ -66,8 +67,9 @@ class RawOp:
     #: reaches it, and read before it is dropped: :func:`capture.session.drop`).
     _shape: Optional[tuple[int, ...]]
     _dtype: Any
-    #: Indices of the ops whose outputs this op read.
-    parents: list[int]
+    #: Indices of the ops whose outputs this op read (:attr:`parents`); for a compute op, ``None``
+    #: until first read, derived then from :attr:`sources`.
+    _parents: Optional[list[int]]
     #: Addresses of the parameters this op read.
     params: tuple[str, ...]
     #: For a buffer version: which buffer, which version, how it was written.
@@ -82,6 +84,19 @@ class RawOp:
     #: :func:`meta_of` the output, read before it was dropped or replaced by a copy (``None``
     #: while ``out`` is the op's own output).
     meta: Any = None
+    #: For a compute op: where each of its tensor arguments came from (``RecordedCall.sources``),
+    #: what its :attr:`parents` are read from.
+    sources: Optional[list[Source]] = None
+
+    @property
+    def parents(self) -> list[int]:
+        """Indices of the ops whose outputs this op read: for a compute op, the op each tensor
+        argument came from (an aliased read: the op that wrote it), in argument order."""
+        parents = self._parents
+        if parents is None:
+            parents = self._parents = [s.writer if isinstance(s, Aliased) else s for s in self.sources or ()
+                                       if isinstance(s, Aliased) or s >= 0]
+        return parents
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -120,9 +135,9 @@ _new = object.__new__
 
 
 def compute_op(name: str, scope: int, call: int, site: Optional[tuple[Segment, ...]], args_text: str, out: Any,
-               parents: list[int], params: tuple[str, ...], replay: Any) -> RawOp:
-    """``RawOp(OP, name, scope, call, 0, site, args_text, out, None, None, parents, params, None,
-    replay)``: a compute op's first output slot, every other field at its default, for the
+               sources: list[Source], params: tuple[str, ...], replay: Any) -> RawOp:
+    """``RawOp(OP, name, scope, call, 0, site, args_text, out, None, None, None, params, None,
+    replay, sources=sources)``: a compute op's first output slot, every other field at its default, for the
     capture's one-call path (one per op). Calling the class passes the arguments on to its
     ``__init__`` (a new frame and an argument tuple); setting the slots here costs about 20%
     less. ``tests/test_capture_fast.py`` checks that the two agree on every field."""
@@ -137,12 +152,13 @@ def compute_op(name: str, scope: int, call: int, site: Optional[tuple[Segment, .
     op.out = out
     op._shape = None
     op._dtype = None
-    op.parents = parents
+    op._parents = None
     op.params = params
     op.buffer = None
     op._replay = replay
     op.container = None
     op.meta = None
+    op.sources = sources
     return op
 
 

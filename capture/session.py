@@ -328,7 +328,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                 return
         else:
             return
-        call_args, call_kwargs, sources, parents, params = self._arguments(args, kwargs)
+        call_args, call_kwargs, sources, params = self._arguments(args, kwargs)
         scope, call, site = self._site(frame)
         args_text = "" if site is not None else _args_text(args, kwargs)
         replay: Any = None
@@ -340,8 +340,8 @@ class Capture(LeavesStack, TorchFunctionMode):
             else:
                 replay = pending_call(func, call_args, call_kwargs, sources, self.modes.index, self.settlement)
         for slot, tensor in leaves:
-            self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, None, None, parents, params,
-                              None, replay))
+            self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, None, None, None, params,
+                              None, replay, sources=sources))
 
     def _record_plain(self, func: Callable, name: str, args: tuple, kwargs: Optional[dict], out: _Tensor,
                       frame: FrameType) -> None:
@@ -352,15 +352,14 @@ class Capture(LeavesStack, TorchFunctionMode):
         output (``save="none"``), it keeps no replay record either, and drops the output at once
         as :meth:`add_op` does."""
         sources: list[Source] = []
-        parents: list[int] = []
         params: list[str] = []
-        kept = self._read_by_id(args, sources, parents, params)
-        read = dict(zip(kwargs, self._read_by_id(kwargs.values(), sources, parents, params))) if kwargs else _NO_KWARGS
+        kept = self._read_by_id(args, sources, params)
+        read = dict(zip(kwargs, self._read_by_id(kwargs.values(), sources, params))) if kwargs else _NO_KWARGS
         scope, call, site = self._site(frame)
         ops = self.ops
         index = len(ops)
         op = compute_op(name, scope, call, site, "" if site is not None else _args_text(args, kwargs or {}), out,
-                        parents, tuple(params),
+                        sources, tuple(params),
                         pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)
                         if self.keep_all else None)
         ops.append(op)
@@ -439,10 +438,10 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.raw.buffer_values = {address: (None, None) for address in self.raw.buffer_values}
         self.raw.state = None
 
-    def _arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, list[Source], list[int], tuple[str, ...]]:
+    def _arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, list[Source], tuple[str, ...]]:
         """A recorded call's arguments as its :class:`~capture.replay.RecordedCall` keeps them,
-        the :data:`~capture.replay.Source` of each tensor argument, the ops it reads (parents)
-        and the parameters it reads.
+        the :data:`~capture.replay.Source` of each tensor argument (what the ops it reads are
+        read from: ``RawOp.parents``) and the parameters it reads.
 
         A tensor an op produced becomes :data:`~capture.replay.PRODUCED` (replay reads that
         op's value) and a plain list is copied (later changes to a list the model keeps do not
@@ -450,18 +449,16 @@ class Capture(LeavesStack, TorchFunctionMode):
         order: positional then keyword values, one level into plain lists and tuples.
         """
         sources: list[Source] = []
-        parents: list[int] = []
         params: list[str] = []
         if self.by_id and not self.storage_writer:
-            kept = self._read_by_id(args, sources, parents, params)
+            kept = self._read_by_id(args, sources, params)
         else:
-            kept = [self._read_value(value, sources, parents, params) for value in args]
+            kept = [self._read_value(value, sources, params) for value in args]
         if kwargs:
-            kwargs = {key: self._read_value(value, sources, parents, params) for key, value in kwargs.items()}
-        return tuple(kept), kwargs, sources, parents, tuple(params)
+            kwargs = {key: self._read_value(value, sources, params) for key, value in kwargs.items()}
+        return tuple(kept), kwargs, sources, tuple(params)
 
-    def _read_by_id(self, args: Iterable[Any], sources: list[Source], parents: list[int],
-                    params: list[str]) -> list[Any]:
+    def _read_by_id(self, args: Iterable[Any], sources: list[Source], params: list[str]) -> list[Any]:
         """The arguments as kept, when an op's output is known by its id (every output is held,
         so an id found is the tensor itself; with ``save="none"``, an id found whose weak
         reference still gives the tensor; no aliased write): the common case; a parameter too.
@@ -474,7 +471,6 @@ class Capture(LeavesStack, TorchFunctionMode):
             index = get(key)
             if index is not None and (refs is None or refs[key]() is value):
                 sources.append(index)
-                parents.append(index)
                 kept.append(PRODUCED)
                 continue
             param = param_names.get(key)
@@ -486,20 +482,20 @@ class Capture(LeavesStack, TorchFunctionMode):
             elif type(value) in _ATOMS:
                 kept.append(value)
             elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
-                kept.append(self._read_value(value, sources, parents, params))
+                kept.append(self._read_value(value, sources, params))
             else:
                 kept.append(value)
         return kept
 
-    def _read_value(self, value: Any, sources: list[Source], parents: list[int], params: list[str]) -> Any:
+    def _read_value(self, value: Any, sources: list[Source], params: list[str]) -> Any:
         if isinstance(value, _Tensor):
-            return self._read_tensor(value, sources, parents, params)
+            return self._read_tensor(value, sources, params)
         if type(value) is list or type(value) is tuple:
-            return type(value)([self._read_tensor(item, sources, parents, params) if isinstance(item, _Tensor)
+            return type(value)([self._read_tensor(item, sources, params) if isinstance(item, _Tensor)
                                 else item for item in value])
         return value
 
-    def _read_tensor(self, tensor: _Tensor, sources: list[Source], parents: list[int], params: list[str]) -> Any:
+    def _read_tensor(self, tensor: _Tensor, sources: list[Source], params: list[str]) -> Any:
         index = self.producer.get(id(tensor))
         source: Source
         if index is not None and self.refs is None and not self.storage_writer:
@@ -510,11 +506,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         else:
             source = self._source(tensor, params)
         sources.append(source)
-        if isinstance(source, Aliased):
-            parents.append(source.writer)
-        elif source >= 0:
-            parents.append(source)
-        else:
+        if type(source) is int and source < 0:
             self.settlement.foreign[id(tensor)] = tensor
             return tensor
         return PRODUCED

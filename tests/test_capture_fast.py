@@ -21,6 +21,7 @@ from models.table import ALL_PARAMS, Case, build
 from torchlens.capture import boundary, frames, session
 from torchlens.capture.containers import flatten
 from torchlens.capture.record import OP, RawOp, compute_op
+from torchlens.capture.replay import Aliased
 from torchlens.capture.session import capture_forward
 
 
@@ -241,12 +242,22 @@ def test_the_one_call_path_records_what_the_general_path_records(name: str, monk
 def test_compute_op_builds_what_the_class_builds() -> None:
     """``compute_op`` sets every field of ``RawOp`` as the class call does (a field added to
     ``RawOp`` and not set there reads as unset here)."""
-    out, parents, params, replay = torch.ones(1), [3], ("lin.weight",), ("pending",)
-    fast = compute_op("tanh", 2, 5, (7,), "text", out, parents, params, replay)
-    general = RawOp(OP, "tanh", 2, 5, 0, (7,), "text", out, None, None, parents, params, None, replay)
+    out, sources, params, replay = torch.ones(1), [3, -1], ("lin.weight",), ("pending",)
+    fast = compute_op("tanh", 2, 5, (7,), "text", out, sources, params, replay)
+    general = RawOp(OP, "tanh", 2, 5, 0, (7,), "text", out, None, None, None, params, None, replay, sources=sources)
     assert type(fast) is RawOp
     for f in dataclasses.fields(RawOp):
         assert getattr(fast, f.name) is getattr(general, f.name), f.name
+
+
+def test_a_compute_op_reads_its_parents_from_its_sources() -> None:
+    """A compute op's parents, derived when first read: the op each tensor argument came from
+    (an aliased read: the op that wrote it), none for a parameter or constant, in order."""
+    op = compute_op("add", 0, -1, None, "", None, [3, -1, Aliased(5), 3, 0], (), None)
+    assert op.parents == [3, 5, 3, 0]
+    assert op.parents is op.parents  # derived once
+    boundary_op = RawOp(OP, "output", 0, -1, 0, None, "", None, None, None, [1, 2], ())
+    assert boundary_op.parents == [1, 2] and boundary_op.sources is None
 
 
 class Pair(nn.Module):

@@ -222,15 +222,15 @@ def test_a_module_input_whose_id_a_dead_output_had_is_not_that_output():
 def test_an_op_argument_whose_id_a_dead_output_had_is_not_that_output():
     """With outputs not kept, an op's argument may have the id of a freed op output: the lean
     path's argument reader (``Capture._read_by_id``, which ``save="none"`` takes) checks the
-    id's weak reference before it names a parent."""
+    id's weak reference before it names that output as the argument's source."""
     from torchlens.capture.session import Capture
 
     capture = Capture(nn.Linear(2, 2), save="none")
     assert capture.lean
     dead, alive = torch.zeros(1), torch.ones(1)
     capture.producer[id(alive)] = 0
-    for held, expected in ((dead, []), (alive, [0])):
+    for held, expected in ((dead, [-1]), (alive, [0])):  # -1: no op's output
         capture.refs[id(alive)] = weakref.ref(held)
-        parents: list[int] = []
-        capture._read_by_id((alive,), [], parents, [])
-        assert parents == expected
+        sources: list = []
+        capture._read_by_id((alive,), sources, [])
+        assert sources == expected
