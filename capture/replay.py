@@ -193,7 +193,7 @@ class GlobalState:
     def now(cls) -> "GlobalState":
         """The current state."""
         cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_initialized() else None
-        return cls(torch.get_rng_state(), cuda, (Modes.now(),))
+        return cls(torch.default_generator.get_state(), cuda, (Modes.now(),))  # (torch.get_rng_state())
 
     @contextlib.contextmanager
     def restored(self) -> Iterator[None]:

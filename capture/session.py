@@ -207,9 +207,9 @@ class Capture(LeavesStack, TorchFunctionMode):
                     "whose wrapper torchlens looks through"
                 )
             self.module_index[id(module)] = index
+            self.keep_alive.append(module)
             if _is_script(module):
                 self.scripts.add(index)
-        self.keep_alive.extend(module for _, module in self.modules)
         self.param_names = {id(param): name for name, param in self.model.params}
         self.buffers = BufferJournal(self, self.model.buffers)
         #: The autocast, grad and default-dtype modes each recorded call runs under.
@@ -721,7 +721,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             parents = [cast(int, self.producer_of(tensor)), source.writer]
         else:
             parents = [source] if source >= 0 else []
-        self.add_op(RawOp(kind, kind.value, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
+        self.add_op(RawOp(kind, kind._value_, 0, -1, 0, None, "", tensor, tuple(tensor.shape), tensor.dtype,
                           parents, tuple(params)))
 
     def _annotate(self, error: BaseException, op: Optional[str], frame: Optional[FrameType]) -> None:

@@ -156,15 +156,17 @@ class Ownership:
         own = self.own
         for root in raw.containers:
             if root.values is not None:
-                root.values = tuple(own(t) for t in root.values)
-        raw.buffer_values = {a: (own(first), own(last)) for a, (first, last) in raw.buffer_values.items()}
+                root.values = tuple(map(own, root.values))
+        if raw.buffer_values:
+            raw.buffer_values = {a: (own(first), own(last)) for a, (first, last) in raw.buffer_values.items()}
         if not replayable:
             for op in raw.ops:
                 op.replay = None
             return
         # Each tensor a pending call reads that no op produced gets its copy now; the call is
         # built with it when first read (:func:`capture.replay.make_call`).
-        settlement.owned = {key: self._copy(tensor) for key, tensor in settlement.foreign.items()}
+        settlement.owned = ({key: self._copy(tensor) for key, tensor in settlement.foreign.items()}
+                            if settlement.foreign else {})
         # A call built during the forward pass (one with an aliased read or several outputs, or
         # frozen by a write) is settled now; one that reads no tensor but the ops' outputs is
         # kept as it is (``settle_call``).

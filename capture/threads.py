@@ -96,7 +96,7 @@ class WorkerGuard:
         #: The error raised on a worker thread, if any.
         self.refusal: Optional[CaptureThreadError] = None
         #: ``threading``'s trace hook before the capture (put back after it).
-        self.previous: Optional[Callable] = threading.gettrace()
+        self.previous: Optional[Callable] = threading._trace_hook  # type: ignore[attr-defined]  # (threading.gettrace())
         #: Whether a tensor belongs to the capture (its inputs, parameters, buffers, outputs).
         self.owns = owns
 
