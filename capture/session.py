@@ -163,10 +163,10 @@ class Capture(LeavesStack, TorchFunctionMode):
         self.by_storage: Optional[dict[int, list[int]]] = None
         #: Storage -> the last in-place op that wrote it (reads through other aliases see it).
         self.storage_writer: dict[int, int] = {}
-        self.module_index: dict[int, int] = {}
         #: Indices of the TorchScript modules among them.
         self.scripts: set[int] = set()
-        #: Objects whose ``id`` keys the tables above: kept alive so no id is reused.
+        #: Objects whose ``id`` keys the tables above, beside the model's modules (which
+        #: :attr:`model` holds): kept alive so no id is reused.
         self.keep_alive: list[Any] = []
         self.stack: list[int] = []
         #: The plain ops met (an op, not in place, no fused buffer write) -> their name: what
@@ -198,6 +198,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: :func:`capture.walk.walk` of the model, as the forward pass starts (with its modules' records).
         self.model = walk(model, self.raw.modules)
         self.modules = self.model.modules
+        #: ``id(module)`` -> index into ``raw.modules``: the model's (the walk's table), then those met when called.
+        self.module_index = self.model.index
         for index, (name, module) in enumerate(self.modules):
             if getattr(module, "_compiled_call_impl", None) is not None:
                 raise UnsupportedForwardError(
@@ -206,8 +208,6 @@ class Capture(LeavesStack, TorchFunctionMode):
                     "record them; trace it before compiling it, or compile with torch.compile(module), "
                     "whose wrapper torchlens looks through"
                 )
-            self.module_index[id(module)] = index
-            self.keep_alive.append(module)
             if _is_script(module):
                 self.scripts.add(index)
         self.param_names = {id(param): name for name, param in self.model.params}

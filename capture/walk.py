@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import nn
@@ -36,6 +36,8 @@ class Walk:
 
     #: ``named_modules()``: the model first (address ``""``), then its children, depth first.
     modules: list[tuple[str, nn.Module]]
+    #: ``id(module)`` -> its position in :attr:`modules` (a capture takes it over as its module table).
+    index: dict[int, int]
     #: ``named_parameters()``: each parameter once, at its first address.
     params: list[tuple[str, torch.Tensor]]
     #: ``named_buffers()`` with each buffer's owning module and attribute name.
@@ -58,52 +60,58 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     modules: list[tuple[str, nn.Module]] = []
     params: list[tuple[str, torch.Tensor]] = []
     buffers: list[tuple[str, nn.Module, str, torch.Tensor]] = []
-    seen_modules: set[int] = set()
+    seen_modules: dict[int, int] = {}
     seen_params: set[int] = set()
     seen_buffers: set[int] = set()
     readable: list[torch.Tensor] = []
     buffer_tensors: list[torch.Tensor] = []
     bookkeeping, plain, order, first = _BOOKKEEPING, _PLAIN_VALUES, _BOOKKEEPING_ORDER, len(_BOOKKEEPING_ORDER)
     met_twice = False
-    todo = [("", model)]  # the modules still to visit, the next one last
+    # The modules still to visit, the next one last: (address, module, its parent's record address).
+    todo: list[tuple[str, nn.Module, Optional[str]]] = [("", model, None)]
     while todo:
-        name, module = todo.pop()
+        name, module, parent = todo.pop()
         if id(module) in seen_modules:  # met earlier in the walk: it keeps its first address
             met_twice = True
             continue
-        seen_modules.add(id(module))
+        seen_modules[id(module)] = len(modules)
         modules.append((name, module))
         prefix = name + "." if name else ""
         # The registries are read from the module's ``__dict__`` (where ``nn.Module`` keeps them),
         # not as attributes, which would look through the class's MRO first.
         attributes = vars(module)
-        # With records: this module's parameters (buffers) met first here, None if one was not.
-        own_params: Optional[list[str]] = [] if records is not None else None
+        # With records: this module's parameters (buffers) met first here (``()``: none), None if
+        # one was not.
+        own_params: Optional[Sequence[str]] = () if records is not None else None
         registry = attributes["_parameters"]
         if registry:
+            mine: Optional[list[str]] = [] if records is not None else None
             for param_name, tensor in registry.items():
                 if tensor is not None:
                     readable.append(tensor)
                     if id(tensor) in seen_params:
-                        own_params = None  # shared with an earlier module (or twice in this one)
+                        mine = None  # shared with an earlier module (or twice in this one)
                     else:
                         seen_params.add(id(tensor))
                         params.append((prefix + param_name, tensor))
-                        if own_params is not None:
-                            own_params.append(params[-1][0])
-        own_buffers: Optional[list[str]] = [] if records is not None else None
+                        if mine is not None:
+                            mine.append(params[-1][0])
+            own_params = mine
+        own_buffers: Optional[Sequence[str]] = () if records is not None else None
         registry = attributes["_buffers"]
         if registry:
+            mine = [] if records is not None else None
             for buffer_name, buffer in registry.items():
                 if buffer is not None:
                     buffer_tensors.append(buffer)
                     if id(buffer) in seen_buffers:
-                        own_buffers = None
+                        mine = None
                     else:
                         seen_buffers.add(id(buffer))
                         buffers.append((prefix + buffer_name, module, buffer_name, buffer))
-                        if own_buffers is not None:
-                            own_buffers.append(buffers[-1][0])
+                        if mine is not None:
+                            mine.append(buffers[-1][0])
+            own_buffers = mine
         # ``nn.Module.__init__`` writes its bookkeeping first, in its own order: then the model's
         # attributes are the names after it (a slice, where a set difference costs about 1 us).
         names = tuple(attributes)
@@ -113,21 +121,22 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
             # (a tuple of settings, as a convolution's ``kernel_size``: told apart in one C loop)
             if kind not in plain and not (kind is tuple and plain.issuperset(map(type, value))):
                 _tensors_in(value, readable)
+        address = name or "self"
         children = attributes["_modules"]
-        entries = [(prefix + child_name, child) for child_name, child in children.items()
+        entries = [(prefix + child_name, child, address) for child_name, child in children.items()
                    if child is not None] if children else ()
         if entries:
             todo.extend(reversed(entries))
         if records is not None:
             records.append(RawModule(
-                name or "self", type(module).__name__,
+                address, type(module).__name__,
                 tuple(own_params) if own_params is not None else _names(prefix, attributes["_parameters"]),
-                (name.rpartition(".")[0] or "self") if name else None, tuple(map(_ADDRESS, entries)),
+                parent, tuple(map(_ADDRESS, entries)) if entries else (),
                 tuple(own_buffers) if own_buffers is not None else _names(prefix, attributes["_buffers"])))
     if met_twice and records is not None:  # a module twice in one registry lists it once
         for record, (name, module) in zip(records[len(records) - len(modules):], modules):
             record.children = _names(name + "." if name else "", vars(module)["_modules"])
-    return Walk(modules, params, buffers, set(storage_keys(readable)),
+    return Walk(modules, seen_modules, params, buffers, set(storage_keys(readable)),
                 set(storage_keys(buffer_tensors)) if buffer_tensors else set())
 
 
