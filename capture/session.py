@@ -61,6 +61,8 @@ _NO_KWARGS: dict = {}
 _ATOMS = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device, torch.Size,
                     torch.layout, torch.memory_format})
 _getframe = sys._getframe
+#: Makes an object of a slotted record class without calling its ``__init__`` (its slots set by the caller).
+_new = object.__new__
 _INSTALLED = Stage.INSTALLED
 _get_ident = threading.get_ident
 _CALL_IMPL = nn.Module._call_impl.__code__
@@ -633,17 +635,21 @@ class Capture(LeavesStack, TorchFunctionMode):
             index = self._module(module)
         raw = self.raw
         record = raw.modules[index]
-        record.num_calls += 1
-        call = len(raw.calls)
-        raw.calls.append((index, record.num_calls))
+        record.num_calls = number = record.num_calls + 1
+        calls = raw.calls
+        call = len(calls)
+        calls.append((index, number))
         stack = self.stack
+        # The call's record, its slots set here (the class's ``__init__`` would cost a Python
+        # call per module call; ``tests/test_capture_fast.py`` checks every slot is set).
+        io = _new(RawCall)
+        io.parent = stack[-1] if stack else -1
         if self.by_id and not kwargs and len(args) == 1 and isinstance(args[0], _Tensor):
             # one tensor, every output held (its id is its own): the common case, one lookup
             found = self.producer.get(id(args[0]))
-            inputs = [] if found is None else [found]
+            io.inputs = [] if found is None else [found]
         else:
-            inputs = call_inputs(self, args, kwargs)
-        io = RawCall(stack[-1] if stack else -1, inputs, [])
+            io.inputs = call_inputs(self, args, kwargs)
         raw.call_io.append(io)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
@@ -655,6 +661,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         try:
             out = _CALL_IMPL_FUNC(module, *args, **kwargs) if kwargs else _CALL_IMPL_FUNC(module, *args)
         except Exception as error:
+            io.outputs = []
             self._annotate(error, None, None)
             raise
         finally:

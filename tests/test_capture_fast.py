@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from models.table import ALL_PARAMS, Case, build
 from torchlens.capture import boundary, frames, session
 from torchlens.capture.containers import flatten
-from torchlens.capture.record import OP, RawOp, compute_op
+from torchlens.capture.record import OP, RawCall, RawOp, compute_op
 from torchlens.capture.replay import Aliased
 from torchlens.capture.session import capture_forward
 
@@ -336,3 +336,35 @@ def test_a_site_one_function_away_is_found_without_walking_the_stack(monkeypatch
     assert_same(fast, general)
     assert len({op.site for op in fast.ops if op.kind is OP}) == 4
 
+
+
+class Failing(nn.Module):
+    def forward(self, x):
+        raise ValueError("no")
+
+
+class Catching(nn.Module):
+    """A child call that raises, caught by its parent, between two that return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.bad = nn.Linear(4, 4), Failing()
+
+    def forward(self, x):
+        y = self.lin(x)
+        try:
+            self.bad(y)
+        except ValueError:
+            pass
+        return self.lin(y)
+
+
+def test_module_call_records_have_every_field_set() -> None:
+    """``Capture.call_module`` sets a ``RawCall``'s slots itself, not through the class: each call
+    has every field the class has (a field added to ``RawCall`` and not set there reads as unset
+    here), also a call that raised and was caught."""
+    raw = capture_forward(Catching(), (torch.randn(2, 4),), {})
+    ios = [tuple(getattr(io, f.name) for f in dataclasses.fields(RawCall)) for io in raw.call_io]
+    first, second = (index for index, op in enumerate(raw.ops) if op.kind is OP)
+    assert raw.calls == [(0, 1), (1, 1), (2, 1), (1, 2)]
+    assert ios == [(-1, [0], [second]), (0, [0], [first]), (0, [first], []), (0, [first], [second])]
