@@ -131,37 +131,6 @@ class RawOp:
         self._replay = call
 
 
-_new = object.__new__
-
-
-def compute_op(name: str, scope: int, call: int, site: Optional[tuple[Segment, ...]], args_text: str, out: Any,
-               sources: list[Source], params: tuple[str, ...], replay: Any) -> RawOp:
-    """``RawOp(OP, name, scope, call, 0, site, args_text, out, None, None, None, params, None,
-    replay, sources=sources)``: a compute op's first output slot, every other field at its default, for the
-    capture's one-call path (one per op). Calling the class passes the arguments on to its
-    ``__init__`` (a new frame and an argument tuple); setting the slots here costs about 20%
-    less. ``tests/test_capture_fast.py`` checks that the two agree on every field."""
-    op = _new(RawOp)
-    op.kind = OP
-    op.name = name
-    op.scope = scope
-    op.call = call
-    op.slot = 0
-    op.site = site
-    op.args_text = args_text
-    op.out = out
-    op._shape = None
-    op._dtype = None
-    op._parents = None
-    op.params = params
-    op.buffer = None
-    op._replay = replay
-    op.container = None
-    op.meta = None
-    op.sources = sources
-    return op
-
-
 def meta_of(tensor: Any) -> tuple[Any, Optional[tuple[int, ...]], bool]:
     """``(device, stride, requires_grad)`` of a tensor (``RawOp.meta``): what users read of an
     output that is dropped or replaced by a copy (a copy is detached, maybe re-strided)."""

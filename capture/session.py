@@ -43,7 +43,7 @@ from .containers import Flat
 from .frames import SKIP, STOP, ChainInterner, read_raw, read_stack
 from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict
-from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawOp, Segment, compute_op,
+from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawOp, Segment,
                      meta_of)
 from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
                      tensor_args)
@@ -357,13 +357,37 @@ class Capture(LeavesStack, TorchFunctionMode):
         params: list[str] = []
         kept = self._read_by_id(args, sources, params)
         read = dict(zip(kwargs, self._read_by_id(kwargs.values(), sources, params))) if kwargs else _NO_KWARGS
-        scope, call, site = self._site(frame)
+        # ``RawOp(OP, name, scope, call, 0, site, args_text, out, None, None, None, params, None,
+        # replay, sources=sources)``, its slots set here: the class call (an ``__init__`` frame and
+        # an argument tuple) or a builder function cost a call more per op. Every field is set
+        # (an unset slot would raise where it is read: ``tests/test_capture_fast.py`` reads them all).
+        op = _new(RawOp)
+        back = frame.f_back
+        key = id(frame.f_code)
+        if self.stack and back is not None and back.f_code is _CALL_IMPL and key not in self.roles:
+            # torch called straight from a module's forward (:meth:`_site`'s common case, inline)
+            op.call = call = self.stack[-1]
+            op.scope = self.raw.calls[call][0]
+            op.site = self.interner.sites.get((key, frame.f_lasti)) or self.interner.frame_site(frame)
+        else:
+            op.scope, op.call, op.site = self._site(frame)
+        op.kind = OP
+        op.name = name
+        op.slot = 0
+        op.args_text = "" if op.site is not None else _args_text(args, kwargs or {})
+        op.out = out
+        op._shape = None
+        op._dtype = None
+        op._parents = None
+        op.params = tuple(params) if params else ()
+        op.buffer = None
+        op._replay = (pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)
+                      if self.keep_all else None)
+        op.container = None
+        op.meta = None
+        op.sources = sources
         ops = self.ops
         index = len(ops)
-        op = compute_op(name, scope, call, site, "" if site is not None else _args_text(args, kwargs or {}), out,
-                        sources, tuple(params),
-                        pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)
-                        if self.keep_all else None)
         ops.append(op)
         self.producer[id(out)] = index
         if self.refs is not None:

@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from models.table import ALL_PARAMS, Case, build
 from torchlens.capture import boundary, frames, session
 from torchlens.capture.containers import flatten
-from torchlens.capture.record import OP, RawCall, RawOp, compute_op
+from torchlens.capture.record import OP, RawCall, RawOp
 from torchlens.capture.replay import Aliased
 from torchlens.capture.session import capture_forward
 
@@ -239,21 +239,10 @@ def test_the_one_call_path_records_what_the_general_path_records(name: str, monk
     assert [op.replay for op in fast.ops if op.kind is OP]  # the replay records were compared, built
 
 
-def test_compute_op_builds_what_the_class_builds() -> None:
-    """``compute_op`` sets every field of ``RawOp`` as the class call does (a field added to
-    ``RawOp`` and not set there reads as unset here)."""
-    out, sources, params, replay = torch.ones(1), [3, -1], ("lin.weight",), ("pending",)
-    fast = compute_op("tanh", 2, 5, (7,), "text", out, sources, params, replay)
-    general = RawOp(OP, "tanh", 2, 5, 0, (7,), "text", out, None, None, None, params, None, replay, sources=sources)
-    assert type(fast) is RawOp
-    for f in dataclasses.fields(RawOp):
-        assert getattr(fast, f.name) is getattr(general, f.name), f.name
-
-
 def test_a_compute_op_reads_its_parents_from_its_sources() -> None:
     """A compute op's parents, derived when first read: the op each tensor argument came from
     (an aliased read: the op that wrote it), none for a parameter or constant, in order."""
-    op = compute_op("add", 0, -1, None, "", None, [3, -1, Aliased(5), 3, 0], (), None)
+    op = RawOp(OP, "add", 0, -1, 0, None, "", None, None, None, None, (), sources=[3, -1, Aliased(5), 3, 0])
     assert op.parents == [3, 5, 3, 0]
     assert op.parents is op.parents  # derived once
     boundary_op = RawOp(OP, "output", 0, -1, 0, None, "", None, None, None, [1, 2], ())
