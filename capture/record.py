@@ -94,8 +94,8 @@ class RawOp:
         argument came from (an aliased read: the op that wrote it), in argument order."""
         parents = self._parents
         if parents is None:
-            parents = self._parents = [s.writer if isinstance(s, Aliased) else s for s in self.sources or ()
-                                       if isinstance(s, Aliased) or s >= 0]
+            parents = self._parents = [s if isinstance(s, int) else s.writer for s in self.sources or ()
+                                       if not isinstance(s, int) or s >= 0]
         return parents
 
     @property
