@@ -165,7 +165,7 @@ def _names(prefix: str, members: dict[str, Any]) -> tuple[str, ...]:
 
 
 _NONE_ID = id(None)
-#: The address of a walk entry ``(address, module)``.
+#: The address of a walk entry ``(address, module, parent's address)``.
 _ADDRESS = itemgetter(0)
 
 #: Types of the attribute values that are never tensors and that the walk does not look into

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from torch import nn
 
-from torchlens.analysis.arguments import check_bool, check_instance, wrong_type
+from torchlens.analysis.arguments import check_bool, check_instance
 from torchlens.capture.backends import JAX, TORCH, Detector, jax_claims
 from torchlens.capture.record import RawCapture
 from torchlens.capture.session import capture_forward, uncompiled
@@ -109,19 +109,17 @@ def _trace_options(options: CaptureOptions, detector: Detector, backend: str) ->
 
 def _validate(model: Any, forward_kwargs: Any, capture: Any, check_prediction: Any,
               entry: str = "tl.trace") -> CaptureOptions:
-    # (each check's message is written only when it fails)
-    if not isinstance(model, nn.Module):
-        raise wrong_type(f"{entry}(model, ...)", model, "an nn.Module",
-                         f"pass the model first and its inputs after it: {entry}(model, x)")
+    check_instance(f"{entry}(model, ...)", model, nn.Module, "an nn.Module",
+                   f"pass the model first and its inputs after it: {entry}(model, x)")
     if isinstance(model, nn.DataParallel):
         raise CaptureThreadError(
             "nn.DataParallel runs its replicas on several Python threads, which torchlens cannot "
             "capture; trace the wrapped model instead: tl.trace(model.module, x)"
         )
-    if forward_kwargs is not None and not isinstance(forward_kwargs, Mapping):
-        raise wrong_type(f"{entry}(forward_kwargs=...)", forward_kwargs, "a mapping of keyword arguments for forward")
-    if not isinstance(check_prediction, bool):
-        check_bool(f"{entry}(check_prediction=...)", check_prediction)  # (raises)
+    if forward_kwargs is not None:
+        check_instance(f"{entry}(forward_kwargs=...)", forward_kwargs, Mapping,
+                       "a mapping of keyword arguments for forward")
+    check_bool(f"{entry}(check_prediction=...)", check_prediction)
     if capture is None:
         return _DEFAULT_OPTIONS
     return check_instance(f"{entry}(capture=...)", capture, CaptureOptions, "a tl.options.CaptureOptions",
