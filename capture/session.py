@@ -56,6 +56,8 @@ _Tensor = torch.Tensor
 _Size = torch.Size
 #: The keyword arguments a pending call keeps when the op took none (read, never changed).
 _NO_KWARGS: dict = {}
+#: ``Capture.plain_now`` while a plain op may not take the shortcut (never written).
+_NO_PLAIN: dict = {}
 #: Types of the op arguments that never are or hold a tensor, kept as they are: what the
 #: argument readers (:meth:`Capture._read_by_id`) leave alone without asking anything else.
 _ATOMS = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device, torch.Size,
@@ -174,6 +176,11 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: The plain ops met (an op, not in place, no fused buffer write) -> their name: what
         #: :meth:`__torch_function__` decides with one lookup (process-wide, :func:`_classified`).
         self.plain: dict[Any, str] = _PLAIN if self.fast else {}
+        #: :attr:`plain` while a plain op may take its shortcut (the capture installed, not
+        #: suspended, no check bypassed), :data:`_NO_PLAIN` otherwise: one lookup in
+        #: :meth:`__torch_function__` decides the common case. Set by the install and undo steps,
+        #: and by :meth:`refresh` (or emptied) where :attr:`suspended` or :attr:`bypass` change.
+        self.plain_now: dict[Any, str] = _NO_PLAIN
         self.hook_calls: dict[int, bool] = {}
         #: The outermost module call's return value and its flattening, for :func:`record_output`
         #: (:func:`capture.boundary.call_outputs`).
@@ -225,13 +232,14 @@ class Capture(LeavesStack, TorchFunctionMode):
     def done(self) -> bool:  # noqa: D102 (LeavesStack: a copy of the mode left after the capture)
         return self.stage is not _INSTALLED
 
+    def refresh(self) -> None:
+        """Set :attr:`plain_now` after :attr:`suspended` or :attr:`bypass` changed."""
+        self.plain_now = self.plain if self.stage is _INSTALLED and not (self.suspended or self.bypass) else _NO_PLAIN
+
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
                            kwargs: Optional[dict] = None) -> Any:
-        if self.stage is not _INSTALLED:
-            self.leave_stack(_getframe(1))
-            return func(*args, **(kwargs or {}))
-        name = self.plain.get(func)
-        if name is not None and not (self.suspended or self.bypass):
+        name = self.plain_now.get(func)
+        if name is not None:
             # A plain op (not in place, no buffer statistics): the common case.
             if self.pending_name is not None:  # a reflected operator (``2 * t``): named as written
                 name, self.pending_name = self.pending_name, None
@@ -245,6 +253,9 @@ class Capture(LeavesStack, TorchFunctionMode):
             elif type(out) is not int and type(out) is not _Size:  # (``size()``: nothing to record)
                 self._record(func, name, args, kwargs or {}, out, _getframe(1))
             return out
+        if self.stage is not _INSTALLED:
+            self.leave_stack(_getframe(1))
+            return func(*args, **(kwargs or {}))
         if kwargs is None:
             kwargs = {}
         info = _FUNC_INFO.get(func) or _classified(func)
@@ -252,7 +263,9 @@ class Capture(LeavesStack, TorchFunctionMode):
             return func(*args, **kwargs)
         if info.kind is funcs.TRANSPARENT and not self.bypass:
             return self._run_transparent(func, args, kwargs)
-        self.bypass = False
+        if self.bypass:
+            self.bypass = False
+            self.refresh()
         name = info.name
         if self.pending_name is not None:
             name, self.pending_name = self.pending_name, None
@@ -280,11 +293,13 @@ class Capture(LeavesStack, TorchFunctionMode):
         """Run torch's own Python with the mode active, past its torch-function check."""
         self._bypass_checks(func)
         self.bypass = True
+        self.plain_now = _NO_PLAIN
         try:
             _push_mode(self)
             return func(*args, **kwargs)
         finally:
             self.bypass = False
+            self.refresh()
             if _mode_depth() and _mode_at(_mode_depth() - 1) is self:
                 _pop_mode()
 
@@ -314,6 +329,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         sites, the function's frame once in their chains."""
         if self.bypass:
             self.bypass = False
+            self.refresh()
             return True
         return (self.fast and not self.suspended and self.stage is _INSTALLED and _mode_depth() > 0
                 and _mode_at(_mode_depth() - 1) is self)
@@ -404,10 +420,12 @@ class Capture(LeavesStack, TorchFunctionMode):
         tensor = op.out
         if self.gradients is not None:
             self.suspended += 1  # register_hook dispatches to the mode
+            self.plain_now = _NO_PLAIN
             try:
                 self.gradients.watch(index, tensor)
             finally:
                 self.suspended -= 1
+                self.refresh()
         self.producer[id(tensor)] = index
         if self.refs is not None:  # not every output kept (``save`` other than "all")
             self.refs[id(tensor)] = weakref.ref(tensor)
@@ -681,6 +699,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         outermost = script and not self.suspended
         if script:
             self.suspended += 1
+            self.plain_now = _NO_PLAIN
         stack.append(call)
         try:
             out = _CALL_IMPL_FUNC(module, *args, **kwargs) if kwargs else _CALL_IMPL_FUNC(module, *args)
@@ -692,6 +711,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             stack.pop()
             if script:
                 self.suspended -= 1
+                self.refresh()
         if type(out) is _Tensor and self.by_id:  # one tensor returned: the common case, one lookup
             found = self.producer.get(id(out))
             io.outputs = [] if found is None else [found]
@@ -711,6 +731,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         if self.suspended:
             return impl(*args, **kwargs)
         self.suspended += 1
+        self.plain_now = _NO_PLAIN
         lifted = False
         try:
             if off_stack and _mode_depth() and _mode_at(_mode_depth() - 1) is self:
@@ -718,6 +739,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             out = impl(*args, **kwargs)
         finally:
             self.suspended -= 1
+            self.refresh()
             if lifted:
                 _push_mode(self)
         self._record(impl, name, args, kwargs, out, frame)
@@ -790,6 +812,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             (setattr, threading, "_trace_hook", self.guard.enter_thread),
             (_push_mode, self),
             (setattr, self, "stage", Stage.INSTALLED),
+            (setattr, self, "plain_now", self.plain),
         ]
         self.undo = (tuple, atomic(release_steps(self)), atomic(self.undo_steps(own_thread=True)))
         return atomic(claim_steps(self)), atomic(install)
@@ -801,7 +824,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         child has no such thread).
         """
         return chain(
-            [(setattr, self.guard, "active", False),
+            [(setattr, self, "plain_now", _NO_PLAIN),
+             (setattr, self.guard, "active", False),
              (setattr, threading, "_trace_hook", self.guard.previous),
              (_BUFFER_HOOKS.pop, self, None),
              (setattr, _SERVING, "capture", None)],

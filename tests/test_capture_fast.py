@@ -10,12 +10,14 @@ calls, containers, buffers.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Callable
 
 import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.overrides import handle_torch_function, has_torch_function_unary
 
 from models.table import ALL_PARAMS, Case, build
 from torchlens.capture import boundary, frames, session
@@ -357,3 +359,71 @@ def test_module_call_records_have_every_field_set() -> None:
     first, second = (index for index, op in enumerate(raw.ops) if op.kind is OP)
     assert raw.calls == [(0, 1), (1, 1), (2, 1), (1, 2)]
     assert ios == [(-1, [0], [second]), (0, [0], [first]), (0, [first], []), (0, [first], [second])]
+
+
+def _late_check(x: torch.Tensor) -> torch.Tensor:
+    """Like one of torch's Python functions (its module a ``torch`` one), but making a torch call
+    before its torch-function check: re-entered by ``Capture._run_transparent``, that call comes
+    while the check is still to be bypassed."""
+    y = x.exp()
+    if has_torch_function_unary(x):
+        return handle_torch_function(_late_check, (x,), x)
+    return y * 2
+
+
+def _no_check(x: torch.Tensor) -> torch.Tensor:
+    """Like one of torch's Python functions, but with neither a torch call nor a check: the check
+    ``Capture._run_transparent`` was to bypass is never made."""
+    return x
+
+
+_late_check.__module__ = _no_check.__module__ = "torch.nonexistent"
+
+
+class Suspending(nn.Module):
+    """Torch calls around every event that suspends the capture or bypasses a torch-function
+    check: a TorchScript submodule and a ``torch.func`` transform (nothing inside recorded), a
+    reflected operator right after each, and torch's Python functions re-entered through
+    ``Capture._run_transparent`` (``torch.norm``, met first in a capture, and two odd ones)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.script is deprecated
+            self.script = torch.jit.script(nn.Linear(4, 4))
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = handle_torch_function(_no_check, (x,), _late_check(x.tanh()))  # (the first patches the checks here)
+        y = 2 * self.script(x.sin())
+        z = 3 * torch.func.vmap(torch.sin)(self.lin(y))
+        return 1 + torch.norm(z) + torch.norm(z.tanh())
+
+
+@pytest.mark.parametrize("gradients", [False, True], ids=["plain", "gradients"])
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_the_plain_op_shortcut_is_open_exactly_while_nothing_else_applies(device: str, gradients: bool,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Capture.plain_now``, the shortcut's table, is the plain-op table exactly while the
+    capture is installed, not suspended and not bypassing a check, at every torch call the
+    capture sees (with ``save_gradients`` an op's hook is registered while it is suspended; on
+    the meta device, the TorchScript module's ops run Python kernels, which call torch)."""
+    seen: list[tuple[bool, bool]] = []
+    captures: list[session.Capture] = []
+    original = session.Capture.__torch_function__
+
+    def checked(self: session.Capture, *args: Any, **kwargs: Any) -> Any:
+        captures.append(self)
+        expected = self.stage is session._INSTALLED and not self.suspended and not self.bypass
+        seen.append((self.plain_now is self.plain and bool(self.plain), expected))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(session.Capture, "__torch_function__", checked)
+    model, x = Suspending().to(device), torch.randn(3, 4, device=device)
+    capture_forward(model, (x,), {}, gradients=gradients)  # (classifies the callables)
+    seen.clear()
+    raw = capture_forward(model, (x,), {}, gradients=gradients)
+    assert {"exp", "rmul", "vmap", "torchscript", "linalg_vector_norm", "radd"} <= {op.name for op in raw.ops}
+    assert seen and [actual for actual, _ in seen] == [expected for _, expected in seen]
+    assert (True, True) in seen and (False, False) in seen
+    assert not captures[-1].plain_now  # closed once the capture is removed
