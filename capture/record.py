@@ -76,7 +76,7 @@ class RawOp:
     buffer: Any = None
     #: For an op: the torch call that produced it (shared by its output slots), for replay; or,
     #: until :attr:`replay` is first read, the pending form a capture records during the
-    #: forward pass (:func:`capture.replay.pending_call`), built then.
+    #: forward pass (a pending call: :func:`capture.replay.make_call`), built then.
     _replay: Any = None
     #: Where its tensor sits in a recorded container (:class:`capture.containers.ContainerSpec`),
     #: with ``capture_container_structure`` only.

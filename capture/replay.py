@@ -5,8 +5,8 @@ recorded (a list the model appends to later is not the list the call saw), tenso
 that an op produced are dropped then too (replay reads them from that op's saved output), and
 every other tensor argument (a parameter, a module attribute, a constant) is replaced by a
 snapshot at the end of the capture, so nothing the model or the caller does afterwards
-reaches it. During the forward pass most calls are kept as a plain tuple instead
-(:func:`pending_call`), cheaper to make; the record is built from it, with those snapshots,
+reaches it. During the forward pass most calls are kept as a plain tuple instead (a pending
+call: :func:`make_call`), cheaper to make; the record is built from it, with those snapshots,
 when it is first read (:class:`Settlement`).
 :class:`GlobalState` is the global torch state the capture ran under, restored for a replay.
 """
@@ -80,7 +80,7 @@ new_call = builder(RecordedCall)
 
 
 class Settlement:
-    """What one capture's pending calls are built with (:func:`pending_call`).
+    """What one capture's pending calls are built with (:func:`make_call`).
 
     During the forward pass a recorded call is kept as a plain tuple, cheap to make; its
     :class:`RecordedCall` is built when ``RawOp.replay`` is first read. The tensor arguments
@@ -103,15 +103,13 @@ class Settlement:
         self.early = False
 
 
-def pending_call(func: Callable, args: tuple, kwargs: dict, sources: list[Source], modes: int,
-                 settlement: Settlement) -> tuple:
-    """A recorded call (no aliased read) as a capture keeps it until it is first read: the
-    arguments as :class:`RecordedCall` takes them. ``RawOp.replay`` builds it (:func:`make_call`)."""
-    return (make_call, func, args, kwargs, sources, modes, settlement)
-
-
 def make_call(pending: tuple) -> RecordedCall:
-    """The :class:`RecordedCall` of a :func:`pending_call`, settled if its capture has settled."""
+    """The :class:`RecordedCall` of a pending call, settled if its capture has settled.
+
+    A pending call is a recorded call (no aliased read) as a capture keeps it until it is first
+    read, a plain tuple the capture writes out where it records (a function call more per op
+    otherwise): ``(make_call, func, args, kwargs, sources, modes, settlement)``, the arguments as
+    :class:`RecordedCall` takes them. ``RawOp.replay`` builds it (``pending[0](pending)``)."""
     _, func, args, kwargs, sources, modes, settlement = pending
     owned = settlement.owned
     if owned is None:

@@ -45,7 +45,7 @@ from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict
 from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawOp, Segment,
                      meta_of)
-from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, new_call, pending_call,
+from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, make_call, new_call,
                      tensor_args)
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
@@ -356,7 +356,8 @@ class Capture(LeavesStack, TorchFunctionMode):
                 replay = new_call(func, call_args, call_kwargs, sources, snapshots or {}, self.modes.index)
                 self.settlement.early = True
             else:
-                replay = pending_call(func, call_args, call_kwargs, sources, self.modes.index, self.settlement)
+                # (a pending call, :func:`~capture.replay.make_call`'s tuple)
+                replay = (make_call, func, call_args, call_kwargs, sources, self.modes.index, self.settlement)
         for slot, tensor in leaves:
             self.add_op(RawOp(OP, name, scope, call, slot, site, args_text, tensor, None, None, None, params,
                               None, replay, sources=sources))
@@ -397,7 +398,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         op._parents = None
         op.params = tuple(params) if params else ()
         op.buffer = None
-        op._replay = (pending_call(func, tuple(kept), read, sources, self.modes.index, self.settlement)
+        # (a pending call, :func:`~capture.replay.make_call`'s tuple)
+        op._replay = ((make_call, func, kept, read, sources, self.modes.index, self.settlement)
                       if self.keep_all else None)
         op.container = None
         op.meta = None
@@ -497,39 +499,39 @@ class Capture(LeavesStack, TorchFunctionMode):
         if self.by_id and not self.storage_writer:
             kept = self._read_by_id(args, sources, params)
         else:
-            kept = [self._read_value(value, sources, params) for value in args]
+            kept = tuple([self._read_value(value, sources, params) for value in args])
         if kwargs:
             kwargs = {key: self._read_value(value, sources, params) for key, value in kwargs.items()}
-        return tuple(kept), kwargs, sources, tuple(params)
+        return kept, kwargs, sources, tuple(params)
 
-    def _read_by_id(self, args: Iterable[Any], sources: list[Source], params: list[str]) -> list[Any]:
+    def _read_by_id(self, args: Iterable[Any], sources: list[Source], params: list[str]) -> tuple:
         """The arguments as kept, when an op's output is known by its id (every output is held,
         so an id found is the tensor itself; with ``save="none"``, an id found whose weak
         reference still gives the tensor; no aliased write): the common case; a parameter too.
         A value of a type that never holds a tensor (:data:`_ATOMS`) is kept as it is, without
         a type test more; other lists, tuples and tensors go through :meth:`_read_value`."""
         kept: list[Any] = []
-        get, param_names, foreign, refs = self.producer.get, self.param_names, self.settlement.foreign, self.refs
+        producer, refs = self.producer, self.refs
         for value in args:
             key = id(value)
-            index = get(key)
+            index = producer.get(key)
             if index is not None and (refs is None or refs[key]() is value):
                 sources.append(index)
                 kept.append(PRODUCED)
                 continue
-            param = param_names.get(key)
+            param = self.param_names.get(key)
             if param is not None:
                 params.append(param)
                 sources.append(-1)
                 kept.append(value)
-                foreign[key] = value
+                self.settlement.foreign[key] = value
             elif type(value) in _ATOMS:
                 kept.append(value)
             elif type(value) is list or type(value) is tuple or isinstance(value, _Tensor):
                 kept.append(self._read_value(value, sources, params))
             else:
                 kept.append(value)
-        return kept
+        return tuple(kept)
 
     def _read_value(self, value: Any, sources: list[Source], params: list[str]) -> Any:
         if isinstance(value, _Tensor):
