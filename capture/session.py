@@ -11,11 +11,12 @@ when the model raises or an interrupt lands (see :mod:`capture.patches`); the mo
 exception propagates as itself with a note saying where it happened.
 
 Per op, the hot path is: one cached classification of the callable, the call itself, a
-walk of the Python stack up to the innermost module boundary (``Module._call_impl``) that
-builds a raw tuple of ints, and one dict lookup to turn it into a chain id; then the op's
-arguments are read by id and it is appended with its replay call as a plain tuple. What a
-trace shows but the forward pass does not need (the replay record, the output's shape and
-dtype) is built when first read (``RawOp.replay``, ``RawOp.shape``).
+walk of the Python stack up to the innermost module boundary (the frame that called the
+module's ``forward``: :meth:`Capture.call_module`'s, or torch's ``_call_impl``'s for a module
+with hooks) that builds a raw tuple of ints, and one dict lookup to turn it into a chain id;
+then the op's arguments are read by id and it is appended with its replay call as a plain
+tuple. What a trace shows but the forward pass does not need (the replay record, the output's
+shape and dtype) is built when first read (``RawOp.replay``, ``RawOp.shape``).
 """
 
 from __future__ import annotations
@@ -70,10 +71,19 @@ _get_ident = threading.get_ident
 _CALL_IMPL = nn.Module._call_impl.__code__
 _CALL_IMPL_INNER = next(c for c in _CALL_IMPL.co_consts if getattr(c, "co_name", None) == "inner")
 #: torch's ``nn.Module._call_impl`` function, and a copy of it (the same code and globals): what
-#: a capture calls to run a module call, since the function itself runs :data:`_ROUTED` then.
+#: a capture calls to run a module call with hooks (or one that is not its own), since the
+#: function itself runs :data:`_ROUTED` then.
 _CALL_IMPL_TORCH = nn.Module._call_impl
 _CALL_IMPL_FUNC = FunctionType(_CALL_IMPL, _CALL_IMPL_TORCH.__globals__, _CALL_IMPL_TORCH.__name__)
 _CALL_IMPL_FUNC.__qualname__ = _CALL_IMPL_TORCH.__qualname__
+#: What torch's ``_call_impl`` reads to decide whether a module call may skip its hook handling
+#: (:meth:`Capture.call_module` decides so too): its process-wide hook tables (torch adds to them
+#: and removes from them, never rebinds them) and whether the JIT tracer runs.
+_GLOBAL_BACKWARD_PRE_HOOKS = _CALL_IMPL_TORCH.__globals__["_global_backward_pre_hooks"]
+_GLOBAL_BACKWARD_HOOKS = _CALL_IMPL_TORCH.__globals__["_global_backward_hooks"]
+_GLOBAL_FORWARD_HOOKS = _CALL_IMPL_TORCH.__globals__["_global_forward_hooks"]
+_GLOBAL_FORWARD_PRE_HOOKS = _CALL_IMPL_TORCH.__globals__["_global_forward_pre_hooks"]
+_tracing_state = torch._C._get_tracing_state
 _ScriptModule = torch.jit.ScriptModule
 #: torch's process-wide buffer-registration hooks (also run by ``module.buffer = t``).
 _BUFFER_HOOKS = torch.nn.modules.module._global_buffer_registration_hooks
@@ -381,7 +391,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         op = _new(RawOp)
         back = frame.f_back
         key = id(frame.f_code)
-        if self.stack and back is not None and back.f_code is _CALL_IMPL and key not in self.roles:
+        if self.stack and back is not None and back.f_code is _CALL_MODULE and key not in self.roles:
             # torch called straight from a module's forward (:meth:`_site`'s common case, inline)
             op.call = call = self.stack[-1]
             op.scope = self.raw.calls[call][0]
@@ -605,13 +615,13 @@ class Capture(LeavesStack, TorchFunctionMode):
             back = frame.f_back
             code = frame.f_code
             if back is not None and id(code) not in self.roles:
-                if back.f_code is _CALL_IMPL:
+                if back.f_code is _CALL_MODULE:
                     # torch called straight from a module's forward: the common case, made cheap
                     call = self.stack[-1]
                     site = self.interner.sites.get((id(code), frame.f_lasti)) or self.interner.frame_site(frame)
                     return self.raw.calls[call][0], call, site
                 outer = back.f_back
-                if (outer is not None and outer.f_code is _CALL_IMPL and self.fast
+                if (outer is not None and outer.f_code is _CALL_MODULE and self.fast
                         and id(back.f_code) not in self.roles):
                     # one function between forward and torch (``F.layer_norm``, a helper): the raw
                     # key :func:`read_raw` would read, without the walk
@@ -629,8 +639,11 @@ class Capture(LeavesStack, TorchFunctionMode):
         while stop is not None and self._is_hook_call(stop) and level >= 0:
             hooked = self.raw.calls[self.stack[level]][0]
             level -= 1
-            runner = stop.f_back  # the hook runner's frame; the frame that called the module is next
-            frames, stop = read_stack(runner and runner.f_back, self.roles)
+            # The hook runner's frame (torch's ``_call_impl``), called by :meth:`call_module`'s
+            # (a boundary itself): the frame that called the module is above both.
+            runner = stop.f_back
+            caller = runner and runner.f_back
+            frames, stop = read_stack(caller and caller.f_back, self.roles)
             mark = Hooked(hooked)
             segments[:0] = [self.interner.intern(frames), mark] if frames else [mark]
         call = self.stack[level] if level >= 0 else -1
@@ -662,9 +675,13 @@ class Capture(LeavesStack, TorchFunctionMode):
         return index
 
     def call_module(self, module: nn.Module, args: tuple, kwargs: dict) -> Any:
-        """Run one module call as a numbered call of that module, in its own scope."""
+        """Run one module call as a numbered call of that module, in its own scope.
+
+        A module without hooks has its ``forward`` called from here, as torch's ``_call_impl``
+        would call it, so this frame is a module boundary (:data:`_ROLES`); a module with hooks
+        is run by torch's code (:data:`_CALL_IMPL_FUNC`), its hooks' ops recorded as such."""
         if self.compiled is not None and type(module) is self.compiled:  # torch.compile(m): run m
-            return self.call_module(_compiled_target(module), args, kwargs)
+            module = uncompiled(module)  # (in this frame: see :meth:`_site`'s hook runner)
         if _get_ident() != self.thread:
             if id(module) not in self.module_index:
                 return _CALL_IMPL_FUNC(module, *args, **kwargs)  # not the traced model's: untouched
@@ -704,7 +721,16 @@ class Capture(LeavesStack, TorchFunctionMode):
             self.plain_now = _NO_PLAIN
         stack.append(call)
         try:
-            out = _CALL_IMPL_FUNC(module, *args, **kwargs) if kwargs else _CALL_IMPL_FUNC(module, *args)
+            # torch's own shortcut in ``_call_impl``, taken here (a frame and an argument tuple less
+            # per call): no hook of any kind and no JIT tracing, ``forward`` called at once; from
+            # this frame, so that it is a module boundary as ``_call_impl``'s is (:data:`_ROLES`).
+            # Otherwise torch's code runs the call, its hooks (:meth:`_is_hook_call`) and all.
+            if (_tracing_state() or module._backward_hooks or module._backward_pre_hooks or module._forward_hooks
+                    or module._forward_pre_hooks or _GLOBAL_BACKWARD_PRE_HOOKS or _GLOBAL_BACKWARD_HOOKS
+                    or _GLOBAL_FORWARD_HOOKS or _GLOBAL_FORWARD_PRE_HOOKS):
+                out = _CALL_IMPL_FUNC(module, *args, **kwargs)
+            else:
+                out = module.forward(*args, **kwargs) if kwargs else module.forward(*args)
         except Exception as error:
             io.outputs = []
             self._annotate(error, None, None)
@@ -1164,6 +1190,9 @@ def _own_codes() -> tuple:
 
 
 _OWN_CODES = _own_codes()
+#: The code of :meth:`Capture.call_module`: the frame that calls the ``forward`` of a module
+#: without hooks, as torch's ``_call_impl`` does.
+_CALL_MODULE = Capture.call_module.__code__
 #: Frame roles every capture starts with: module boundaries and the capture's entry stop a
 #: chain; torch's call plumbing and this module's own code are left out of it.
 _ROLES: dict[int, int] = {
@@ -1175,4 +1204,5 @@ _ROLES: dict[int, int] = {
     id(nn.Module.__setattr__.__code__): SKIP,
     id(torch.overrides.handle_torch_function.__code__): SKIP,
     **{id(code): SKIP for code in _OWN_CODES},
+    id(_CALL_MODULE): STOP,  # (one of this module's codes: the frame that calls a hookless module's forward)
 }

@@ -460,6 +460,66 @@ def test_pre_hook_ops_belong_to_the_callers_scope():
     assert "[hook of lin]" in str(trace["mul_1"].call_site)
 
 
+def _doubled(module, args):
+    return (args[0] * 2,)
+
+
+def _tripled(module, args, out):
+    return out * 3
+
+
+def _no_gradient_change(module, *grads):
+    return None
+
+
+_MODULE_HOOKS = torch.nn.modules.module
+#: Every kind of hook torch's ``_call_impl`` runs, registered on a module or process-wide: kind ->
+#: (how to register it on a module, the layers that module's call then records: a backward hook
+#: wraps the call's input and output).
+_HOOK_KINDS = {
+    "forward pre-hook": (lambda m: m.register_forward_pre_hook(_doubled), [("mul", 1), ("linear", 1)]),
+    "forward hook": (lambda m: m.register_forward_hook(_tripled), [("linear", 1), ("mul", 1)]),
+    "backward hook": (lambda m: m.register_full_backward_hook(_no_gradient_change),
+                      [("view_as", 1), ("linear", 1), ("view_as", 1)]),
+    "backward pre-hook": (lambda m: m.register_full_backward_pre_hook(_no_gradient_change),
+                          [("view_as", 1), ("linear", 1), ("view_as", 1)]),
+    "global forward pre-hook": (lambda m: _MODULE_HOOKS.register_module_forward_pre_hook(_doubled),
+                                [("mul", 1), ("linear", 1)]),
+    "global forward hook": (lambda m: _MODULE_HOOKS.register_module_forward_hook(_tripled),
+                            [("linear", 1), ("mul", 1)]),
+    "global backward hook": (lambda m: _MODULE_HOOKS.register_module_full_backward_hook(_no_gradient_change),
+                             [("view_as", 1), ("linear", 1), ("view_as", 1)]),
+    "global backward pre-hook": (lambda m: _MODULE_HOOKS.register_module_full_backward_pre_hook(_no_gradient_change),
+                                 [("view_as", 1), ("linear", 1), ("view_as", 1)]),
+}
+
+
+@pytest.mark.parametrize("kind", list(_HOOK_KINDS))
+def test_a_hook_registered_during_the_forward_pass_runs_and_is_recorded(kind):
+    """A module without hooks skips torch's hook handling (torch's own shortcut); a hook of any
+    kind registered during the forward pass, on the module or process-wide, runs at the module's
+    next call and what it does is recorded there."""
+    register, expected = _HOOK_KINDS[kind]
+
+    class Registering(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.lin = nn.Linear(2, 2), nn.Linear(2, 2)
+
+        def forward(self, x):
+            x = self.first(x)  # no hook yet
+            handle = register(self.lin)
+            try:
+                return self.lin(x)
+            finally:
+                handle.remove()
+
+    trace = tl.trace(Registering(), torch.ones(1, 2))
+    assert layers_of(trace) == [("linear", 1), *expected]
+    hooks = [layer for layer in trace.layers if layer.func_name in ("mul", "view_as")]
+    assert hooks and all("[hook of lin]" in str(layer.call_site) for layer in hooks)
+
+
 def test_trace_prints_a_table():
     text = str(tl.trace(Mixed(), torch.ones(2, 4)))
     assert "radd_1" in text and "weight, bias" in text and "lin:1" in text  # params named within their module
