@@ -169,6 +169,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: Whether :meth:`_arguments` may know a tensor argument by its id alone (every output
         #: held) on its shortcut (:attr:`fast`).
         self.by_id = self.fast and self.keep_all
+        #: :attr:`producer` where an id found in it is that tensor's (:attr:`by_id`), else empty:
+        #: what :meth:`call_module` reads its common case (one tensor in, one out) from.
+        self.held: dict[int, int] = self.producer if self.by_id else {}
         #: Whether a plain op returning one tensor may take :meth:`_record_plain`: every output
         #: kept or none (``save="all"`` or ``"none"``: no selection to decide), no gradients
         #: watched, and no in-place write recorded yet (:attr:`storage_writer` empty).
@@ -691,8 +694,9 @@ class Capture(LeavesStack, TorchFunctionMode):
                 "replicas in threads): trace the module on one thread, e.g. trace `model.module` "
                 "for a DataParallel model"
             ))
-        index = self.module_index.get(id(module))
-        if index is None:
+        try:
+            index = self.module_index[id(module)]
+        except KeyError:  # not the model's, met for the first time
             index = self._module(module)
         raw = self.raw
         record = raw.modules[index]
@@ -705,17 +709,14 @@ class Capture(LeavesStack, TorchFunctionMode):
         # call per module call; ``tests/test_capture_fast.py`` checks every slot is set).
         io = _new(RawCall)
         io.parent = stack[-1] if stack else -1
-        if self.by_id and not kwargs and len(args) == 1 and isinstance(args[0], _Tensor):
-            # one tensor, every output held (its id is its own): the common case, one lookup
-            found = self.producer.get(id(args[0]))
-            io.inputs = [] if found is None else [found]
+        if not kwargs and len(args) == 1 and (found := self.held.get(id(args[0]))) is not None:
+            io.inputs = [found]  # one tensor an op made: the common case, one lookup
         else:
             io.inputs = call_inputs(self, args, kwargs)
         raw.call_io.append(io)
         # A TorchScript module is one boundary op: nothing inside it is recorded, not even the
         # Python kernels some devices (meta) run for its ops.
         script = index in self.scripts
-        outermost = script and not self.suspended
         if script:
             self.suspended += 1
             self.plain_now = _NO_PLAIN
@@ -740,12 +741,11 @@ class Capture(LeavesStack, TorchFunctionMode):
             if script:
                 self.suspended -= 1
                 self.refresh()
-        if type(out) is _Tensor and self.by_id:  # one tensor returned: the common case, one lookup
-            found = self.producer.get(id(out))
-            io.outputs = [] if found is None else [found]
+        if (found := self.held.get(id(out))) is not None:
+            io.outputs = [found]  # one tensor an op made: the common case, one lookup
         else:
             io.outputs = call_outputs(self, out)
-        if outermost:
+        if script and not self.suspended:  # the outermost one (``suspended`` is as it was before the call)
             self._record(module, "torchscript", args, kwargs, out, sys._getframe(1))
         if self.containers:
             record_module_call(self, call, args, kwargs, out)
