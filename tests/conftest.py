@@ -5,16 +5,19 @@ import importlib.util
 import math
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from torchlens.analysis import interpreter
 
 # No test depends on luck: every hypothesis draw is derived from the test itself, and no example
-# saved by one run can make a later run fail.
-settings.register_profile("torchlens", derandomize=True, database=None)
+# saved by one run can make a later run fail. Nor on the machine's load: hypothesis's check that
+# drawing examples is not too slow is a clock (drawing generated models failed it on a loaded
+# machine), so it is off.
+settings.register_profile("torchlens", derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("torchlens")
 
-# Nor on the machine's load: predictions stop on their step budget alone, never on the clock.
+# Predictions likewise stop on their step budget alone, never on the clock.
 interpreter.DEFAULT_LIMITS = interpreter.Limits(seconds=math.inf)
 
 if importlib.util.find_spec("torch") is not None:
