@@ -192,7 +192,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: :attr:`plain` while a plain op may take its shortcut (the capture installed, not
         #: suspended, no check bypassed), :data:`_NO_PLAIN` otherwise: one lookup in
         #: :meth:`__torch_function__` decides the common case. Set by the install and undo steps,
-        #: and by :meth:`refresh` (or emptied) where :attr:`suspended` or :attr:`bypass` change.
+        #: by :meth:`suspend` and :meth:`resume`, and by :meth:`refresh` (or emptied) where :attr:`bypass` changes.
         self.plain_now: dict[Any, str] = _NO_PLAIN
         self.hook_calls: dict[int, bool] = {}
         #: The outermost module call's return value and its flattening, for :func:`record_output`
@@ -248,6 +248,16 @@ class Capture(LeavesStack, TorchFunctionMode):
     def refresh(self) -> None:
         """Set :attr:`plain_now` after :attr:`suspended` or :attr:`bypass` changed."""
         self.plain_now = self.plain if self.stage is _INSTALLED and not (self.suspended or self.bypass) else _NO_PLAIN
+
+    def suspend(self) -> None:
+        """Record nothing until :meth:`resume` (nested: a count); the plain-op shortcut is off."""
+        self.suspended += 1
+        self.plain_now = _NO_PLAIN
+
+    def resume(self) -> None:
+        """Undo one :meth:`suspend`."""
+        self.suspended -= 1
+        self.refresh()
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
                            kwargs: Optional[dict] = None) -> Any:
@@ -434,13 +444,11 @@ class Capture(LeavesStack, TorchFunctionMode):
         ops.append(op)
         tensor = op.out
         if self.gradients is not None:
-            self.suspended += 1  # register_hook dispatches to the mode
-            self.plain_now = _NO_PLAIN
+            self.suspend()  # register_hook dispatches to the mode
             try:
                 self.gradients.watch(index, tensor)
             finally:
-                self.suspended -= 1
-                self.refresh()
+                self.resume()
         self.producer[id(tensor)] = index
         if self.refs is not None:  # not every output kept (``save`` other than "all")
             self.refs[id(tensor)] = weakref.ref(tensor)
@@ -718,8 +726,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         # Python kernels some devices (meta) run for its ops.
         script = index in self.scripts
         if script:
-            self.suspended += 1
-            self.plain_now = _NO_PLAIN
+            self.suspend()
         stack.append(call)
         try:
             # torch's own shortcut in ``_call_impl``, taken here (a frame and an argument tuple less
@@ -739,8 +746,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         finally:
             stack.pop()
             if script:
-                self.suspended -= 1
-                self.refresh()
+                self.resume()
         if (found := self.held.get(id(out))) is not None:
             io.outputs = [found]  # one tensor an op made: the common case, one lookup
         else:
@@ -758,16 +764,14 @@ class Capture(LeavesStack, TorchFunctionMode):
         which higher-order ops call, would otherwise trace the mode's own code)."""
         if self.suspended:
             return impl(*args, **kwargs)
-        self.suspended += 1
-        self.plain_now = _NO_PLAIN
+        self.suspend()
         lifted = False
         try:
             if off_stack and _mode_depth() and _mode_at(_mode_depth() - 1) is self:
                 lifted = _pop_mode() is self
             out = impl(*args, **kwargs)
         finally:
-            self.suspended -= 1
-            self.refresh()
+            self.resume()
             if lifted:
                 _push_mode(self)
         self._record(impl, name, args, kwargs, out, frame)
