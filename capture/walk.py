@@ -71,10 +71,11 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     todo: list[tuple[str, nn.Module, Optional[str]]] = [("", model, None)]
     while todo:
         name, module, parent = todo.pop()
-        if id(module) in seen_modules:  # met earlier in the walk: it keeps its first address
+        key = id(module)  # (each object's id read once: every ``id`` call makes a new int)
+        if key in seen_modules:  # met earlier in the walk: it keeps its first address
             met_twice = True
             continue
-        seen_modules[id(module)] = len(modules)
+        seen_modules[key] = len(modules)
         modules.append((name, module))
         prefix = name + "." if name else ""
         # The registries are read from the module's ``__dict__`` (where ``nn.Module`` keeps them),
@@ -89,13 +90,15 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
             for param_name, tensor in registry.items():
                 if tensor is not None:
                     readable.append(tensor)
-                    if id(tensor) in seen_params:
+                    key = id(tensor)
+                    if key in seen_params:
                         mine = None  # shared with an earlier module (or twice in this one)
                     else:
-                        seen_params.add(id(tensor))
-                        params.append((prefix + param_name, tensor))
+                        seen_params.add(key)
+                        member = prefix + param_name
+                        params.append((member, tensor))
                         if mine is not None:
-                            mine.append(params[-1][0])
+                            mine.append(member)
             own_params = mine
         own_buffers: Optional[Sequence[str]] = () if records is not None else None
         registry = attributes["_buffers"]
@@ -104,13 +107,15 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
             for buffer_name, buffer in registry.items():
                 if buffer is not None:
                     buffer_tensors.append(buffer)
-                    if id(buffer) in seen_buffers:
+                    key = id(buffer)
+                    if key in seen_buffers:
                         mine = None
                     else:
-                        seen_buffers.add(id(buffer))
-                        buffers.append((prefix + buffer_name, module, buffer_name, buffer))
+                        seen_buffers.add(key)
+                        member = prefix + buffer_name
+                        buffers.append((member, module, buffer_name, buffer))
                         if mine is not None:
-                            mine.append(buffers[-1][0])
+                            mine.append(member)
             own_buffers = mine
         # ``nn.Module.__init__`` writes its bookkeeping first, in its own order: then the model's
         # attributes are the names after it (a slice, where a set difference costs about 1 us).
