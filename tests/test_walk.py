@@ -72,3 +72,46 @@ def test_module_records_list_each_member_once_as_torch_does(make) -> None:
         assert record.params == tuple(prefix + n for n, _ in module.named_parameters(recurse=False))
         assert record.buffers == tuple(prefix + n for n, _ in module.named_buffers(recurse=False))
         assert record.children == tuple(prefix + n for n, _ in module.named_children())
+
+
+class _Settings:
+    """A config object holding a tensor: the walk does not look inside such objects."""
+
+    def __init__(self) -> None:
+        self.table = torch.ones(2)
+
+
+class _EarlyAttribute(nn.Module):
+    """An attribute written before ``nn.Module.__init__``: the module's ``__dict__`` does not start
+    with torch's bookkeeping, so the walk finds the model's attributes by name instead."""
+
+    def __init__(self) -> None:
+        self.early = torch.ones(3)
+        super().__init__()
+        self.late = [torch.ones(1)]
+
+
+def _state_model() -> tuple[nn.Module, list[torch.Tensor], list[torch.Tensor]]:
+    """A model with tensors in every place the walk reads, and some where it does not; the
+    tensors it must find as state, and the buffers."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2), _EarlyAttribute())
+    plain, listed, keyed, paired = torch.ones(4), torch.ones(5), torch.ones(6), torch.ones(7)
+    model.cache = plain
+    model.history = [listed, 3, "text"]
+    model.by_name = {"k": keyed, "n": None}
+    model.pair = (paired, 1)
+    model.kernel_size = (3, 3)
+    model.names = {"a", "b"}
+    model.settings = _Settings()  # one level in only: its tensor is not state
+    model.nested = [[torch.ones(8)]]  # two levels in: not state either
+    early = model[2]
+    state = [*model.parameters(), plain, listed, keyed, paired, early.early, early.late[0]]
+    return model, state, list(model.buffers())
+
+
+def test_walk_finds_the_tensors_of_the_model_state_one_level_into_containers() -> None:
+    model, state, buffers = _state_model()
+    found = walk(model)
+    assert found.readable == {t.untyped_storage()._cdata for t in state}
+    assert found.buffer_storages == {t.untyped_storage()._cdata for t in buffers}
+    assert [name for name, *_ in found.buffers] == [name for name, _ in model.named_buffers()]
