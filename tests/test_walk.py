@@ -1,7 +1,8 @@
 """The model walk's module records against torch's own listings (``named_modules`` and each
 module's ``named_parameters``, ``named_children``, ``named_buffers`` without recursion), where
 members are shared: tied weights, a parameter or buffer under two names, a module twice in a
-container, a child that is the model itself, ``None`` entries."""
+container, a child that is the model itself, ``None`` entries; and the storages of the model's
+state it reads (parameters, tensor attributes one level into containers) apart from the buffers'."""
 
 from __future__ import annotations
 
