@@ -192,7 +192,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: :attr:`plain` while a plain op may take its shortcut (the capture installed, not
         #: suspended, no check bypassed), :data:`_NO_PLAIN` otherwise: one lookup in
         #: :meth:`__torch_function__` decides the common case. Set by the install and undo steps,
-        #: by :meth:`suspend` and :meth:`resume`, and by :meth:`refresh` (or emptied) where :attr:`bypass` changes.
+        #: and by :meth:`suspend`, :meth:`resume` and :meth:`set_bypass`.
         self.plain_now: dict[Any, str] = _NO_PLAIN
         self.hook_calls: dict[int, bool] = {}
         #: The outermost module call's return value and its flattening, for :func:`record_output`
@@ -246,7 +246,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         return self.stage is not _INSTALLED
 
     def refresh(self) -> None:
-        """Set :attr:`plain_now` after :attr:`suspended` or :attr:`bypass` changed."""
+        """Set :attr:`plain_now` after :attr:`suspended` or :attr:`bypass` changed (:meth:`resume`,
+        :meth:`set_bypass`)."""
         self.plain_now = self.plain if self.stage is _INSTALLED and not (self.suspended or self.bypass) else _NO_PLAIN
 
     def suspend(self) -> None:
@@ -257,6 +258,12 @@ class Capture(LeavesStack, TorchFunctionMode):
     def resume(self) -> None:
         """Undo one :meth:`suspend`."""
         self.suspended -= 1
+        self.refresh()
+
+    def set_bypass(self, on: bool) -> None:
+        """Set :attr:`bypass`: the next torch-function check of torch's Python says no
+        (:meth:`passes_checks`); the plain-op shortcut is off meanwhile."""
+        self.bypass = on
         self.refresh()
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),  # noqa: D105
@@ -287,8 +294,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         if info.kind is funcs.TRANSPARENT and not self.bypass:
             return self._run_transparent(func, args, kwargs)
         if self.bypass:
-            self.bypass = False
-            self.refresh()
+            self.set_bypass(False)
         name = info.name
         if self.pending_name is not None:
             name, self.pending_name = self.pending_name, None
@@ -315,14 +321,12 @@ class Capture(LeavesStack, TorchFunctionMode):
     def _run_transparent(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """Run torch's own Python with the mode active, past its torch-function check."""
         self._bypass_checks(func)
-        self.bypass = True
-        self.plain_now = _NO_PLAIN
+        self.set_bypass(True)
         try:
             _push_mode(self)
             return func(*args, **kwargs)
         finally:
-            self.bypass = False
-            self.refresh()
+            self.set_bypass(False)
             if _mode_depth() and _mode_at(_mode_depth() - 1) is self:
                 _pop_mode()
 
@@ -351,8 +355,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         :meth:`_run_transparent`; saying no runs it so at once: the same ops at the same call
         sites, the function's frame once in their chains."""
         if self.bypass:
-            self.bypass = False
-            self.refresh()
+            self.set_bypass(False)
             return True
         return (self.fast and not self.suspended and self.stage is _INSTALLED and _mode_depth() > 0
                 and _mode_at(_mode_depth() - 1) is self)
