@@ -232,7 +232,7 @@ class Capture(LeavesStack, TorchFunctionMode):
                 )
             if _is_script(module):
                 self.scripts.add(index)
-        self.param_names = {id(param): name for name, param in self.model.params}
+        self.param_names = self.model.param_names
         self.buffers = BufferJournal(self, self.model.buffers)
         #: The autocast, grad and default-dtype modes each recorded call runs under.
         self.modes = ModesJournal(self.raw.state.modes[0])

@@ -40,6 +40,8 @@ class Walk:
     index: dict[int, int]
     #: ``named_parameters()``: each parameter once, at its first address.
     params: list[tuple[str, torch.Tensor]]
+    #: ``id(parameter)`` -> its address in :attr:`params`.
+    param_names: dict[int, str]
     #: ``named_buffers()`` with each buffer's owning module and attribute name.
     buffers: list[tuple[str, nn.Module, str, torch.Tensor]]
     #: Storages of the parameters and of the tensors in module attributes (one level into
@@ -61,7 +63,7 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     params: list[tuple[str, torch.Tensor]] = []
     buffers: list[tuple[str, nn.Module, str, torch.Tensor]] = []
     seen_modules: dict[int, int] = {}
-    seen_params: set[int] = set()
+    param_names: dict[int, str] = {}
     seen_buffers: set[int] = set()
     readable: list[torch.Tensor] = []
     buffer_tensors: list[torch.Tensor] = []
@@ -91,11 +93,10 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
                 if tensor is not None:
                     readable.append(tensor)
                     key = id(tensor)
-                    if key in seen_params:
+                    if key in param_names:
                         mine = None  # shared with an earlier module (or twice in this one)
                     else:
-                        seen_params.add(key)
-                        member = prefix + param_name
+                        member = param_names[key] = prefix + param_name
                         params.append((member, tensor))
                         if mine is not None:
                             mine.append(member)
@@ -141,7 +142,7 @@ def walk(model: nn.Module, records: Optional[list[RawModule]] = None) -> Walk:
     if met_twice and records is not None:  # a module twice in one registry lists it once
         for record, (name, module) in zip(records[len(records) - len(modules):], modules):
             record.children = _names(name + "." if name else "", vars(module)["_modules"])
-    return Walk(modules, seen_modules, params, buffers, set(storage_keys(readable)),
+    return Walk(modules, seen_modules, params, param_names, buffers, set(storage_keys(readable)),
                 set(storage_keys(buffer_tensors)) if buffer_tensors else set())
 
 

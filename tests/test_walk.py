@@ -67,6 +67,7 @@ def test_module_records_list_each_member_once_as_torch_does(make) -> None:
     found = walk(model, records)
     assert [name for name, _ in found.modules] == [name for name, _ in model.named_modules()]
     assert [name for name, _ in found.params] == [name for name, _ in model.named_parameters()]
+    assert found.param_names == {id(param): name for name, param in model.named_parameters()}
     assert [name for name, *_ in found.buffers] == [name for name, _ in model.named_buffers()]
     for record, (name, module) in zip(records, model.named_modules()):
         prefix = name + "." if name else ""
