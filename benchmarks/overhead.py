@@ -12,9 +12,11 @@ returning its first input: :func:`hollow`), under the floor and under ``tl.trace
 costs is each one's fixed cost per pass, measured in the same run. The per-op columns are the
 rest: ``trace - trace hollow`` against ``floor - floor hollow`` (both with the model's own ops
 in them), so the per-op ratio and the fixed cost are read apart; the whole-model ratios keep
-both. Then peak memory (Linux): each model runs in a fresh process (raw, ``tl.trace``
-and ``save="none"``), and the growth of the process's peak resident memory over the built
-model's is reported with what the trace itself holds (``trace.nbytes``).
+both. The per-op ratio is given twice: from each kind's best time, and read within each round
+of runs (:func:`per_op_ratio`), its median over the rounds, which a drift in the machine's
+speed between rounds does not move. Then peak memory (Linux): each model runs in a fresh
+process (raw, ``tl.trace`` and ``save="none"``), and the growth of the process's peak resident
+memory over the built model's is reported with what the trace itself holds (``trace.nbytes``).
 
 The 12-layer GPT-2 is also timed in paired rounds (:func:`paired`): a pass takes a third of a
 second, and a best-of-N of each kind timed apart moves by 10-25% with what the machine's other
@@ -196,10 +198,11 @@ def runs(model: nn.Module, inputs: tuple, hollows: bool = True) -> dict[str, Cal
     return kinds
 
 
-def timings(model: nn.Module, inputs: tuple, repeat: int, hollows: bool = True) -> dict[str, float]:
-    """Best seconds of each of :func:`runs`, interleaved so that noise hits them alike."""
+def timings(model: nn.Module, inputs: tuple, repeat: int, hollows: bool = True) -> dict[str, list[float]]:
+    """Seconds of each of :func:`runs`, ``repeat`` rounds of one timed run of every kind,
+    interleaved so that noise hits them alike (a round's runs are back to back)."""
     runs_ = runs(model, inputs, hollows)
-    best = {name: float("inf") for name in runs_}
+    times: dict[str, list[float]] = {name: [] for name in runs_}
     for name, run in runs_.items():
         run()  # warm-up
     gc.collect()
@@ -211,10 +214,20 @@ def timings(model: nn.Module, inputs: tuple, repeat: int, hollows: bool = True) 
                 gc.collect()
                 start = time.thread_time()
                 run()
-                best[name] = min(best[name], time.thread_time() - start)
+                times[name].append(time.thread_time() - start)
     finally:
         gc.unfreeze()
-    return best
+    return times
+
+
+def per_op_ratio(times: dict[str, list[float]]) -> float:
+    """The per-op trace/floor of each round, ``(trace - trace fixed) / (floor - floor fixed)``
+    from that round's four runs, and its median over the rounds: a ratio of differences of
+    single runs, read within a round, so a drift in the machine's speed between rounds cancels
+    (a difference of best-of-N times taken apart does not: on this shared machine it has read
+    1.00x and 1.78x for the same code within a quarter of an hour)."""
+    return statistics.median((t - tf) / (f - ff) for t, tf, f, ff in
+                             zip(times["trace"], times["trace fixed"], times["floor"], times["floor fixed"]))
 
 
 #: The model :func:`paired` measures: one pass takes a third of a second, so a best-of-N of
@@ -277,7 +290,7 @@ def marginal(repeat: int) -> list[list[str]]:
     for steps in (50, 150):
         model = TanhLoop(steps=steps).eval()
         with torch.no_grad():
-            runs[steps] = timings(model, (x,), repeat, hollows=False)
+            runs[steps] = {kind: min(t) for kind, t in timings(model, (x,), repeat, hollows=False).items()}
     raw = (runs[150]["raw"] - runs[50]["raw"]) / 200 * 1e6
     cells = {k: (runs[150][k] - runs[50][k]) / 200 * 1e6 for k in ("floor", "trace", "read")}
     low = cells["floor"]
@@ -404,7 +417,7 @@ def instruction_rows(cache: bool = False) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7, help="timed runs per model and mode; the best is kept")
+    parser.add_argument("--repeat", type=int, default=7, help="rounds of timed runs per model (one of each kind a round); each kind's best is kept")
     parser.add_argument("--rounds", type=int, default=7, help=f"rounds of the paired table ({PAIRED})")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory table")
     parser.add_argument("--callgrind", action="store_true",
@@ -433,8 +446,9 @@ def main() -> None:
         torch.manual_seed(0)
         model, inputs = make_model().eval(), make_inputs()
         with torch.no_grad():
-            best = timings(model, inputs, args.repeat)
+            times = timings(model, inputs, args.repeat)
             ops, calls = len(tl.trace(model, *inputs).ops), floor(model, inputs)
+        best = {kind: min(t) for kind, t in times.items()}
         raw, low, traced, full = best["raw"], best["floor"], best["trace"], best["read"]
         low_fixed, fixed = best["floor fixed"], best["trace fixed"]
         rows.append([
@@ -442,14 +456,15 @@ def main() -> None:
             f"{low / raw:.2f}x", f"{traced / raw:.2f}x", f"{traced / low:.2f}x", f"{full / low:.2f}x",
             f"{low_fixed * 1e3:.3f}", f"{fixed * 1e3:.3f}",
             f"{(low - low_fixed) * 1e6 / calls:.1f}", f"{(traced - fixed) * 1e6 / ops:.1f}",
-            f"{(traced - fixed) / (low - low_fixed):.2f}x",
+            f"{(traced - fixed) / (low - low_fixed):.2f}x", f"{per_op_ratio(times):.2f}x",
         ])
     print("trace: tl.trace alone; +read: tl.trace and the first full read of its records (built on first read); "
           "fixed: the hollow model (same modules, forward returns its input) under the floor and under tl.trace; "
-          "per op: the rest, trace - trace fixed against floor - floor fixed (the model's own ops in both)")
+          "per op: the rest, trace - trace fixed against floor - floor fixed (the model's own ops in both), from each "
+          "kind's best, and per round (each round's four runs, back to back), its median over the rounds")
     print(format_table(["model", "ops", "raw ms", "floor ms", "trace ms", "+read ms", "floor/raw", "trace/raw",
                         "trace/floor", "+read/floor", "floor fixed ms", "trace fixed ms",
-                        "floor per-op us", "trace per-op us", "per-op trace/floor"], rows))
+                        "floor per-op us", "trace per-op us", "per-op trace/floor", "per round, median"], rows))
     print()
     print("per op alone (time per extra op; trace/floor added: what the trace adds to the raw op over what the "
           "floor adds)")
