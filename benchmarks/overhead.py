@@ -220,12 +220,18 @@ def timings(model: nn.Module, inputs: tuple, repeat: int, hollows: bool = True) 
     return times
 
 
+def best_of(times: dict[str, list[float]]) -> dict[str, float]:
+    """Each kind's best time."""
+    return {kind: min(t) for kind, t in times.items()}
+
+
 def per_op_ratio(times: dict[str, list[float]]) -> float:
     """The per-op trace/floor of each round, ``(trace - trace fixed) / (floor - floor fixed)``
     from that round's four runs, and its median over the rounds: a ratio of differences of
     single runs, read within a round, so a drift in the machine's speed between rounds cancels
-    (a difference of best-of-N times taken apart does not: on this shared machine it has read
-    1.00x and 1.78x for the same code within a quarter of an hour)."""
+    (a difference of best-of-N times taken apart does not: built that way, the tanh loop's
+    50 -> 150 ratio of :func:`marginal` read 1.78x and 1.00x for the same code within a quarter
+    of an hour on the shared 2-core machine of 2026-12-02)."""
     return statistics.median((t - tf) / (f - ff) for t, tf, f, ff in
                              zip(times["trace"], times["trace fixed"], times["floor"], times["floor fixed"]))
 
@@ -290,7 +296,7 @@ def marginal(repeat: int) -> list[list[str]]:
     for steps in (50, 150):
         model = TanhLoop(steps=steps).eval()
         with torch.no_grad():
-            runs[steps] = {kind: min(t) for kind, t in timings(model, (x,), repeat, hollows=False).items()}
+            runs[steps] = best_of(timings(model, (x,), repeat, hollows=False))
     raw = (runs[150]["raw"] - runs[50]["raw"]) / 200 * 1e6
     cells = {k: (runs[150][k] - runs[50][k]) / 200 * 1e6 for k in ("floor", "trace", "read")}
     low = cells["floor"]
@@ -417,7 +423,8 @@ def instruction_rows(cache: bool = False) -> list[list[str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7, help="rounds of timed runs per model (one of each kind a round); each kind's best is kept")
+    parser.add_argument("--repeat", type=int, default=7,
+                        help="rounds of timed runs per model (one run of each kind a round); each kind's best is kept")
     parser.add_argument("--rounds", type=int, default=7, help=f"rounds of the paired table ({PAIRED})")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory table")
     parser.add_argument("--callgrind", action="store_true",
@@ -448,7 +455,7 @@ def main() -> None:
         with torch.no_grad():
             times = timings(model, inputs, args.repeat)
             ops, calls = len(tl.trace(model, *inputs).ops), floor(model, inputs)
-        best = {kind: min(t) for kind, t in times.items()}
+        best = best_of(times)
         raw, low, traced, full = best["raw"], best["floor"], best["trace"], best["read"]
         low_fixed, fixed = best["floor fixed"], best["trace fixed"]
         rows.append([
