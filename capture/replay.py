@@ -1,13 +1,15 @@
 """What a capture keeps of each torch call so the graph can be replayed op by op.
 
-A :class:`RecordedCall` owns what it holds: argument structures are copied when the call is
+A :class:`RecordedCall` owns what it holds: argument lists are copied when the call is
 recorded (a list the model appends to later is not the list the call saw), tensor arguments
-that an op produced are dropped then too (replay reads them from that op's saved output), and
-every other tensor argument (a parameter, a module attribute, a constant) is replaced by a
-snapshot at the end of the capture, so nothing the model or the caller does afterwards
-reaches it. During the forward pass most calls are kept as a plain tuple instead (a pending
-call: :func:`make_call`), cheaper to make; the record is built from it, with those snapshots,
-when it is first read (:class:`Settlement`).
+that an op produced are dropped (replay reads them from that op's saved output), and every
+other tensor argument (a parameter, a module attribute, a constant) is replaced by a snapshot
+at the end of the capture, so nothing the model or the caller does afterwards reaches it.
+During the forward pass most calls are kept as a plain tuple instead (a pending call:
+:func:`make_call`), cheaper to make; the record is built from it, with those snapshots, when it
+is first read (:class:`Settlement`). A pending call whose arguments hold no list and no keyword
+keeps them as passed, every output being held anyway, and drops the produced tensors only then
+(:func:`make_passed_call`).
 :class:`GlobalState` is the global torch state the capture ran under, restored for a replay.
 """
 
@@ -117,6 +119,16 @@ def make_call(pending: tuple) -> RecordedCall:
     elif -1 in sources:
         args, kwargs = _settled_args(args, kwargs, lambda tensor: owned.get(id(tensor), tensor), settlement.shared)
     return new_call(func, args, kwargs if kwargs else {}, sources, {}, modes)
+
+
+def make_passed_call(pending: tuple) -> RecordedCall:
+    """:func:`make_call` of a pending call that keeps its positional arguments as they were
+    passed (no keyword argument, no list among them): each tensor an op made becomes
+    :data:`PRODUCED` here, when the record is first read, instead of in a copy of the
+    arguments made as the call is recorded."""
+    _, func, args, kwargs, sources, modes, settlement = pending
+    marked, _ = substitute(args, {}, lambda k, tensor: tensor if sources[k] == -1 else PRODUCED)
+    return make_call((make_call, func, marked, kwargs, sources, modes, settlement))
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,8 @@ from .gradients import Gradients
 from .patches import MISSING as _MISSING, Patches, Step, atomic, class_dict
 from .record import (OP, OUTPUT, Hooked, OpKind, RawCall, RawCapture, RawOp, Segment,
                      meta_of)
-from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, make_call, new_call,
-                     tensor_args)
+from .replay import (PRODUCED, Aliased, GlobalState, ModesJournal, Settlement, Source, make_call,
+                     make_passed_call, new_call, tensor_args)
 from .select import ALL, OnlineLabels, OpInfo, Save, matcher
 from .snapshots import Ownership, snapshot
 from .threads import LeavesStack, Stage, WorkerGuard, check_claim, claim_steps, release_steps
@@ -393,13 +393,23 @@ class Capture(LeavesStack, TorchFunctionMode):
         """:meth:`_record` of a plain op that returned one tensor, in a capture that keeps every
         output or none, watches no gradient and has recorded no in-place write yet (:attr:`lean`):
         the common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
-        reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones. Keeping no
-        output (``save="none"``), it keeps no replay record either, and drops the output at once
-        as :meth:`add_op` does."""
+        reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones; saving every
+        output, a call with positional arguments only, no list among them, keeps them as passed
+        (:meth:`_read_passed`). Keeping no output (``save="none"``), it keeps no replay record
+        either, and drops the output at once as :meth:`add_op` does."""
         sources: list[Source] = []
         params: list[str] = []
-        kept = self._read_by_id(args, sources, params)
-        read = dict(zip(kwargs, self._read_by_id(kwargs.values(), sources, params))) if kwargs else _NO_KWARGS
+        replay: Any
+        if self.keep_all and not kwargs and self._read_passed(args, sources, params):
+            # (a pending call keeping its arguments as passed: :func:`~capture.replay.make_passed_call`)
+            replay = (make_passed_call, func, args, _NO_KWARGS, sources, self.modes.index, self.settlement)
+        else:
+            if sources or params:  # read up to a list: read again, copying it
+                sources, params = [], []
+            kept = self._read_by_id(args, sources, params)
+            read = dict(zip(kwargs, self._read_by_id(kwargs.values(), sources, params))) if kwargs else _NO_KWARGS
+            # (a pending call: :func:`~capture.replay.make_call`'s tuple)
+            replay = (make_call, func, kept, read, sources, self.modes.index, self.settlement) if self.keep_all else None
         # ``RawOp(OP, name, scope, call, 0, site, args_text, out, None, None, None, params, None,
         # replay, sources=sources)``, its slots set here: the class call (an ``__init__`` frame and
         # an argument tuple) or a builder function cost a call more per op. Every field is set
@@ -424,9 +434,7 @@ class Capture(LeavesStack, TorchFunctionMode):
         op._parents = None
         op.params = tuple(params) if params else ()
         op.buffer = None
-        # (a pending call, :func:`~capture.replay.make_call`'s tuple)
-        op._replay = ((make_call, func, kept, read, sources, self.modes.index, self.settlement)
-                      if self.keep_all else None)
+        op._replay = replay
         op.container = None
         op.meta = None
         op.sources = sources
@@ -556,6 +564,38 @@ class Capture(LeavesStack, TorchFunctionMode):
             else:
                 kept.append(value)
         return tuple(kept)
+
+    def _read_passed(self, args: tuple, sources: list[Source], params: list[str]) -> bool:
+        """:meth:`_read_by_id` of a call whose pending record keeps its positional arguments as
+        passed (every output held: ``save="all"``): only the sources and the parameters read are
+        collected; a tensor an op made stays where it is and becomes
+        :data:`~capture.replay.PRODUCED` when the record is built
+        (:func:`~capture.replay.make_passed_call`), one copy of the arguments fewer per op.
+        ``False``, part of them read, at a list, which must be copied as it is now (a later change
+        to it must not reach the record)."""
+        producer = self.producer
+        for value in args:
+            key = id(value)
+            index = producer.get(key)
+            if index is not None:
+                sources.append(index)
+                continue
+            param = self.param_names.get(key)
+            if param is not None:
+                params.append(param)
+                sources.append(-1)
+                self.settlement.foreign[key] = value
+            elif type(value) in _ATOMS:
+                continue
+            elif type(value) is list:
+                return False
+            elif type(value) is tuple:
+                for item in value:
+                    if isinstance(item, _Tensor):
+                        self._read_tensor(item, sources, params)
+            elif isinstance(value, _Tensor):
+                self._read_tensor(value, sources, params)
+        return True
 
     def _read_value(self, value: Any, sources: list[Source], params: list[str]) -> Any:
         if isinstance(value, _Tensor):

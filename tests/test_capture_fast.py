@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from torch.overrides import handle_torch_function, has_torch_function_unary
 
 from models.table import ALL_PARAMS, Case, build
-from torchlens.capture import boundary, frames, session
+from torchlens.capture import boundary, frames, replay, session
 from torchlens.capture.containers import flatten
 from torchlens.capture.record import OP, RawCall, RawOp
 from torchlens.capture.replay import Aliased
@@ -207,12 +207,56 @@ class Outer(nn.Module):
         return self.bare(x, other=x * 2, alpha=3) + self.bare(x, other=x.exp(), alpha=2)
 
 
+class Positional(nn.Module):
+    """Plain ops with positional arguments only, whose pending replay record keeps them as
+    passed: a produced tensor, a parameter, the input, a buffer, numbers, a tuple of tensors;
+    and two that copy theirs, a list (read up to it, then again) and a keyword argument."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(3, 4))
+        self.register_buffer("scale", torch.full((3, 4), 2.0))
+
+    def forward(self, x):
+        y = torch.mul(x.exp(), self.weight)
+        z = torch.add(y, x, alpha=0.5)
+        s = torch.stack((y, z, self.scale))
+        t = torch.clamp(s, -1.0, 1.0)
+        return torch.cat([t.sum(0), z]).permute([1, 0]), torch.sub(z, self.scale)
+
+
 #: model -> (its inputs, the ops each must record through the one-call path).
 SHAPES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple], set[str]]] = {
     "keywords, reflected": (Shapes, lambda: (torch.randn(3, 4),),
                             {"cat", "add", "where", "rmul", "radd", "stack", "sum", "softmax"}),
     "no call site": (Outer, lambda: (torch.randn(3, 4),), {"mul", "exp", "add"}),
+    "positional": (Positional, lambda: (torch.randn(3, 4),), {"exp", "mul", "add", "stack", "clamp", "cat", "permute"}),
 }
+
+
+def test_a_pending_call_keeps_positional_arguments_as_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saving every output, an op's pending replay record keeps its positional arguments as
+    they were passed (no copy as it is recorded), unless one is a list or a keyword is given;
+    built, each record has PRODUCED for a tensor an op made and the trace's copy of every
+    other tensor, as the general path's does (compared in the test above)."""
+    # Fresh memos (process-wide, started again when full), filled by a first capture: a callable
+    # is classified at its first meeting, on the general path.
+    monkeypatch.setattr(session, "_FUNC_INFO", {})
+    monkeypatch.setattr(session, "_PLAIN", {})
+    torch.manual_seed(0)
+    model, x = Positional(), torch.randn(3, 4)
+    capture_forward(model, (x,), {})
+    raw = capture_forward(model, (x,), {})
+    pending = {op.name: op._replay for op in raw.ops if op.kind is OP}
+    passed = {name for name, call in pending.items() if call[0] is replay.make_passed_call}
+    assert passed == {"exp", "mul", "stack", "clamp", "sum", "sub"}, passed
+    assert pending["mul"][2][1] is model.weight and pending["stack"][2][0][2] is model.scale
+    built = {op.name: op.replay for op in raw.ops if op.kind is OP}
+    assert built["mul"].args[0] is replay.PRODUCED and built["mul"].sources == [1, -1]
+    assert built["mul"].args[1] is not model.weight and torch.equal(built["mul"].args[1], model.weight)
+    assert built["stack"].args[0][:2] == (replay.PRODUCED, replay.PRODUCED) and built["stack"].sources[2] >= 0
+    assert built["cat"].args[0] == [replay.PRODUCED, replay.PRODUCED]  # the list: copied as recorded
+    assert built["sub"].args == (replay.PRODUCED, replay.PRODUCED)  # the buffer's version, an op
 
 
 @pytest.mark.parametrize("name", list(SHAPES))
