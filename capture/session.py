@@ -173,8 +173,9 @@ class Capture(LeavesStack, TorchFunctionMode):
         #: what :meth:`call_module` reads its common case (one tensor in, one out) from.
         self.held: dict[int, int] = self.producer if self.by_id else {}
         #: Whether a plain op returning one tensor may take :meth:`_record_plain`: every output
-        #: kept or none (``save="all"`` or ``"none"``: no selection to decide), no gradients
-        #: watched, and no in-place write recorded yet (:attr:`storage_writer` empty).
+        #: kept or none (``save="all"`` or ``"none"``: no selection to decide) and no gradients
+        #: watched. (After an in-place write, an op reading a storage it wrote through another
+        #: alias takes the general path: :meth:`_reads_written`.)
         self.lean = self.fast and self.select is None and not gradients
         #: Storage -> saved outputs in it; built at the first in-place write (:meth:`preserve`).
         self.by_storage: Optional[dict[int, list[int]]] = None
@@ -308,11 +309,13 @@ class Capture(LeavesStack, TorchFunctionMode):
             raise
         if info.inplace and out is None and args:
             out = args[0]
-        self._record(func, name, args, kwargs, out, sys._getframe(1))
+        if type(out) is _Tensor and self.lean:  # one tensor (an in-place op's, a fused update's, a first meeting's)
+            self._record_plain(func, name, args, kwargs, out, sys._getframe(1))
+        else:
+            self._record(func, name, args, kwargs, out, sys._getframe(1))
         if info.inplace and args and isinstance(args[0], _Tensor):
             self.ownership.after_write(self.raw, len(self.raw.ops) - 1)
             self.storage_writer[storage_key(args[0])] = len(self.raw.ops) - 1
-            self.lean = False
             self.buffers.after_inplace(len(self.raw.ops) - 1, args[0])
         elif fused:
             self.buffers.after_fused(name, args, len(self.raw.ops) - 1, fused)
@@ -391,12 +394,15 @@ class Capture(LeavesStack, TorchFunctionMode):
     def _record_plain(self, func: Callable, name: str, args: tuple, kwargs: Optional[dict], out: _Tensor,
                       frame: FrameType) -> None:
         """:meth:`_record` of a plain op that returned one tensor, in a capture that keeps every
-        output or none, watches no gradient and has recorded no in-place write yet (:attr:`lean`):
-        the common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
+        output or none and watches no gradient (:attr:`lean`), when it reads no value an in-place
+        write changed through another alias (:meth:`_reads_written`): the common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
         reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones; saving every
         output, a call with positional arguments only, no list among them, keeps them as passed
         (:meth:`_read_passed`). Keeping no output (``save="none"``), it keeps no replay record
         either, and drops the output at once as :meth:`add_op` does."""
+        if self.storage_writer and self._reads_written(args, kwargs):
+            self._record(func, name, args, kwargs or {}, out, frame)
+            return
         sources: list[Source] = []
         params: list[str] = []
         replay: Any
@@ -596,6 +602,21 @@ class Capture(LeavesStack, TorchFunctionMode):
             elif isinstance(value, _Tensor):
                 self._read_tensor(value, sources, params)
         return True
+
+    def _reads_written(self, args: tuple, kwargs: Optional[dict]) -> bool:
+        """Whether a call reads an op's output whose storage an in-place op wrote after it
+        (through another alias: a view of it, or the tensor it views), which :meth:`_source` makes
+        an :class:`~capture.replay.Aliased` read and :meth:`_record` snapshots. Visits the
+        tensors :meth:`_read_value` visits; only asked once an in-place write was recorded."""
+        producer, refs, writers = self.producer, self.refs, self.storage_writer
+        for value in (*args, *kwargs.values()) if kwargs else args:
+            for item in value if type(value) is list or type(value) is tuple else (value,):
+                # (an id found is an output's: :meth:`producer_of`, inline)
+                index = producer.get(id(item))
+                if (index is not None and (refs is None or refs[id(item)]() is item)
+                        and writers.get(storage_key(item), -1) > index):
+                    return True
+        return False
 
     def _read_value(self, value: Any, sources: list[Source], params: list[str]) -> Any:
         if isinstance(value, _Tensor):

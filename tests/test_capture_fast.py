@@ -285,6 +285,44 @@ def test_the_one_call_path_records_what_the_general_path_records(name: str, monk
     assert [op.replay for op in fast.ops if op.kind is OP]  # the replay records were compared, built
 
 
+class AfterWrite(nn.Module):
+    """An in-place write, then reads: of the written tensor itself (its producer is the
+    writer), of a view made before the write (an aliased read), of outputs made after it."""
+
+    def forward(self, x):
+        y = torch.relu(x)
+        v = y.view(-1)
+        y.add_(1)
+        a = torch.sigmoid(y)
+        b = torch.tanh(torch.mul(v, 2))
+        return torch.exp(a), b, torch.add(a, y)
+
+
+def test_after_an_in_place_write_only_aliased_reads_take_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-place op returning one tensor is recorded by the one-call path, and once its write
+    is recorded a plain op still takes that path unless it reads a value the write changed
+    through another alias (``Capture._reads_written``), which the general path records as an
+    aliased read; the capture is the general paths' capture."""
+    monkeypatch.setattr(session, "_FUNC_INFO", {})
+    monkeypatch.setattr(session, "_PLAIN", {})
+    capture_forward(AfterWrite(), (torch.randn(2, 3),), {})  # classifies the callables
+    general_calls: list[str] = []
+    original = session.Capture._record
+    with monkeypatch.context() as spied:
+        spied.setattr(session.Capture, "_record",
+                      lambda self, func, name, *rest: general_calls.append(name) or original(self, func, name, *rest))
+        torch.manual_seed(0)
+        fast = capture_forward(AfterWrite(), (torch.randn(2, 3),), {})
+    assert general_calls == ["mul"], general_calls
+    (mul,) = [op for op in fast.ops if op.name == "mul"]
+    assert type(mul.sources[0]) is Aliased
+    with monkeypatch.context() as patched:
+        general_paths(patched)
+        torch.manual_seed(0)
+        general = capture_forward(AfterWrite(), (torch.randn(2, 3),), {})
+    assert_same(fast, general)
+
+
 def test_a_compute_op_reads_its_parents_from_its_sources() -> None:
     """A compute op's parents, derived when first read: the op each tensor argument came from
     (an aliased read: the op that wrote it), none for a parameter or constant, in order."""
