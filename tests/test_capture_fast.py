@@ -239,14 +239,9 @@ def test_a_pending_call_keeps_positional_arguments_as_passed(monkeypatch: pytest
     they were passed (no copy as it is recorded), unless one is a list or a keyword is given;
     built, each record has PRODUCED for a tensor an op made and the trace's copy of every
     other tensor, as the general path's does (compared in the test above)."""
-    # Fresh memos (process-wide, started again when full), filled by a first capture: a callable
-    # is classified at its first meeting, on the general path.
-    monkeypatch.setattr(session, "_FUNC_INFO", {})
-    monkeypatch.setattr(session, "_PLAIN", {})
     torch.manual_seed(0)
     model, x = Positional(), torch.randn(3, 4)
-    capture_forward(model, (x,), {})
-    raw = capture_forward(model, (x,), {})
+    raw, _ = spied_capture(monkeypatch, lambda: model, lambda: (x,), "_record_plain")
     pending = {op.name: op._replay for op in raw.ops if op.kind is OP}
     passed = {name for name, call in pending.items() if call[0] is replay.make_passed_call}
     assert passed == {"exp", "mul", "stack", "clamp", "sum", "sub"}, passed
@@ -259,29 +254,42 @@ def test_a_pending_call_keeps_positional_arguments_as_passed(monkeypatch: pytest
     assert built["sub"].args == (replay.PRODUCED, replay.PRODUCED)  # the buffer's version, an op
 
 
-@pytest.mark.parametrize("name", list(SHAPES))
-def test_the_one_call_path_records_what_the_general_path_records(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each shape the one-call path takes is taken (a spy counts it; a callable is classified
-    at its first meeting, on the general path) and gives the raw capture the general paths give."""
-    make_model, make_inputs, expected = SHAPES[name]
-    # Classifies the callables (process-wide, in memos that start again when full: fresh ones here).
+def spied_capture(monkeypatch: pytest.MonkeyPatch, make_model: Callable[[], nn.Module], make_inputs: Callable[[], tuple],
+                  method: str) -> tuple[Any, list[str]]:
+    """A capture made after a first one has classified every callable it calls (a callable is
+    classified at its first meeting, in process-wide memos that start again when full: fresh
+    ones here), with the names of the ops ``Capture.<method>`` was called for."""
     monkeypatch.setattr(session, "_FUNC_INFO", {})
     monkeypatch.setattr(session, "_PLAIN", {})
     capture_forward(make_model(), make_inputs(), {})
-    taken: list[str] = []
-    original = session.Capture._record_plain
+    names: list[str] = []
+    original = getattr(session.Capture, method)
     with monkeypatch.context() as spied:
-        spied.setattr(session.Capture, "_record_plain",
-                      lambda self, func, name, *rest: taken.append(name) or original(self, func, name, *rest))
+        spied.setattr(session.Capture, method,
+                      lambda self, func, name, *rest: names.append(name) or original(self, func, name, *rest))
         torch.manual_seed(0)
-        fast = capture_forward(make_model(), make_inputs(), {})
-    assert expected <= set(taken), expected - set(taken)
-    assert "size" not in {op.name for op in fast.ops}
+        raw = capture_forward(make_model(), make_inputs(), {})
+    return raw, names
+
+
+def general_capture(monkeypatch: pytest.MonkeyPatch, make_model: Callable[[], nn.Module],
+                    make_inputs: Callable[[], tuple]) -> Any:
+    """The same capture with every fast path off."""
     with monkeypatch.context() as patched:
         general_paths(patched)
         torch.manual_seed(0)
-        general = capture_forward(make_model(), make_inputs(), {})
-    assert_same(fast, general)
+        return capture_forward(make_model(), make_inputs(), {})
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_the_one_call_path_records_what_the_general_path_records(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shape the one-call path takes is taken (a spy counts it) and gives the raw capture
+    the general paths give."""
+    make_model, make_inputs, expected = SHAPES[name]
+    fast, taken = spied_capture(monkeypatch, make_model, make_inputs, "_record_plain")
+    assert expected <= set(taken), expected - set(taken)
+    assert "size" not in {op.name for op in fast.ops}
+    assert_same(fast, general_capture(monkeypatch, make_model, make_inputs))
     assert [op.replay for op in fast.ops if op.kind is OP]  # the replay records were compared, built
 
 
@@ -303,24 +311,12 @@ def test_after_an_in_place_write_only_aliased_reads_take_the_general_path(monkey
     is recorded a plain op still takes that path unless it reads a value the write changed
     through another alias (``Capture._reads_written``), which the general path records as an
     aliased read; the capture is the general paths' capture."""
-    monkeypatch.setattr(session, "_FUNC_INFO", {})
-    monkeypatch.setattr(session, "_PLAIN", {})
-    capture_forward(AfterWrite(), (torch.randn(2, 3),), {})  # classifies the callables
-    general_calls: list[str] = []
-    original = session.Capture._record
-    with monkeypatch.context() as spied:
-        spied.setattr(session.Capture, "_record",
-                      lambda self, func, name, *rest: general_calls.append(name) or original(self, func, name, *rest))
-        torch.manual_seed(0)
-        fast = capture_forward(AfterWrite(), (torch.randn(2, 3),), {})
+    inputs = lambda: (torch.randn(2, 3),)  # noqa: E731
+    fast, general_calls = spied_capture(monkeypatch, AfterWrite, inputs, "_record")
     assert general_calls == ["mul"], general_calls
     (mul,) = [op for op in fast.ops if op.name == "mul"]
     assert type(mul.sources[0]) is Aliased
-    with monkeypatch.context() as patched:
-        general_paths(patched)
-        torch.manual_seed(0)
-        general = capture_forward(AfterWrite(), (torch.randn(2, 3),), {})
-    assert_same(fast, general)
+    assert_same(fast, general_capture(monkeypatch, AfterWrite, inputs))
 
 
 def test_a_compute_op_reads_its_parents_from_its_sources() -> None:
