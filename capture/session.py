@@ -309,7 +309,7 @@ class Capture(LeavesStack, TorchFunctionMode):
             raise
         if info.inplace and out is None and args:
             out = args[0]
-        if type(out) is _Tensor and self.lean:  # one tensor (an in-place op's, a fused update's, a first meeting's)
+        if type(out) is _Tensor and self.lean:  # (an in-place op, a fused update, a first meeting)
             self._record_plain(func, name, args, kwargs, out, sys._getframe(1))
         else:
             self._record(func, name, args, kwargs, out, sys._getframe(1))
@@ -393,11 +393,12 @@ class Capture(LeavesStack, TorchFunctionMode):
 
     def _record_plain(self, func: Callable, name: str, args: tuple, kwargs: Optional[dict], out: _Tensor,
                       frame: FrameType) -> None:
-        """:meth:`_record` of a plain op that returned one tensor, in a capture that keeps every
-        output or none and watches no gradient (:attr:`lean`), when it reads no value an in-place
-        write changed through another alias (:meth:`_reads_written`): the common case, in one call. Its arguments are read as the shortcut of :meth:`_arguments`
-        reads them, keyword values (``dim=``, ``attn_mask=``) like positional ones; saving every
-        output, a call with positional arguments only, no list among them, keeps them as passed
+        """:meth:`_record` of an op that returned one tensor, in a capture that keeps every output
+        or none and watches no gradient (:attr:`lean`), when it reads no value an in-place write
+        changed through another alias (:meth:`_reads_written`): the common case, in one call.
+        Its arguments are read as the shortcut of :meth:`_arguments` reads them, keyword values
+        (``dim=``, ``attn_mask=``) like positional ones; saving every output, a call with
+        positional arguments only, no list among them, keeps them as passed
         (:meth:`_read_passed`). Keeping no output (``save="none"``), it keeps no replay record
         either, and drops the output at once as :meth:`add_op` does."""
         if self.storage_writer and self._reads_written(args, kwargs):
