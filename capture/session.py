@@ -609,15 +609,21 @@ class Capture(LeavesStack, TorchFunctionMode):
         (through another alias: a view of it, or the tensor it views), which :meth:`_source` makes
         an :class:`~capture.replay.Aliased` read and :meth:`_record` snapshots. Visits the
         tensors :meth:`_read_value` visits; only asked once an in-place write was recorded."""
-        producer, refs, writers = self.producer, self.refs, self.storage_writer
+        producer, refs = self.producer, self.refs
         for value in (*args, *kwargs.values()) if kwargs else args:
             for item in value if type(value) is list or type(value) is tuple else (value,):
                 # (an id found is an output's: :meth:`producer_of`, inline)
                 index = producer.get(id(item))
                 if (index is not None and (refs is None or refs[id(item)]() is item)
-                        and writers.get(storage_key(item), -1) > index):
+                        and self._written_after(item, index) >= 0):
                     return True
         return False
+
+    def _written_after(self, tensor: _Tensor, index: int) -> int:
+        """The last in-place op that wrote ``tensor``'s storage, when it came after op ``index``
+        made ``tensor`` (the value read is then not that op's output): its index; else -1."""
+        writer = self.storage_writer.get(storage_key(tensor), -1)
+        return writer if writer > index else -1
 
     def _read_value(self, value: Any, sources: list[Source], params: list[str]) -> Any:
         if isinstance(value, _Tensor):
@@ -653,8 +659,8 @@ class Capture(LeavesStack, TorchFunctionMode):
         index = self.producer_of(tensor)
         if index is not None:
             if self.storage_writer:
-                writer = self.storage_writer.get(storage_key(tensor), -1)
-                if writer > index:
+                writer = self._written_after(tensor, index)
+                if writer >= 0:
                     return Aliased(writer)
             return index
         name = self.param_names.get(id(tensor))
